@@ -1,0 +1,152 @@
+//! The Iceberg catalog behind a pipeline. Today: the embedded SQL catalog (SQLite file + local
+//! warehouse folder), a real `iceberg-catalog-sql` catalog that PyIceberg's `SqlCatalog` reads.
+
+mod publish;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use iceberg::io::{FileIO, FileIOBuilder};
+use iceberg::table::Table;
+use iceberg::{Catalog, CatalogBuilder, NamespaceIdent};
+use iceberg_catalog_sql::{
+    SqlCatalog, SqlCatalogBuilder, SQL_CATALOG_PROP_URI, SQL_CATALOG_PROP_WAREHOUSE,
+};
+use iceberg_storage_opendal::OpenDalStorageFactory;
+
+pub use publish::{Publication, TableChange};
+
+use crate::error::{Error, Result};
+use crate::spec::{CatalogConfig, TableName};
+
+/// A connected catalog.
+pub struct PipelineCatalog {
+    inner: SqlCatalog,
+    /// Catalog name as stored in the SQLite file.
+    name: String,
+    database: PathBuf,
+    warehouse: PathBuf,
+    file_io: FileIO,
+}
+
+impl PipelineCatalog {
+    /// Connects to (and if needed creates) the catalog described by `config`.
+    pub async fn connect(config: &CatalogConfig) -> Result<PipelineCatalog> {
+        let CatalogConfig::Sql {
+            name,
+            database,
+            warehouse,
+        } = config;
+        std::fs::create_dir_all(warehouse).map_err(|e| Error::io(warehouse, e))?;
+        if let Some(parent) = database.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        }
+        let warehouse = std::path::absolute(warehouse).map_err(|e| Error::io(warehouse, e))?;
+        let database = std::path::absolute(database).map_err(|e| Error::io(database, e))?;
+        let props = HashMap::from([
+            (
+                SQL_CATALOG_PROP_URI.to_string(),
+                format!("sqlite://{}?mode=rwc", database.display()),
+            ),
+            (
+                SQL_CATALOG_PROP_WAREHOUSE.to_string(),
+                warehouse.display().to_string(),
+            ),
+        ]);
+        let factory = Arc::new(OpenDalStorageFactory::Fs);
+        let inner = SqlCatalogBuilder::default()
+            .with_storage_factory(factory.clone())
+            .load(name.clone(), props)
+            .await
+            .map_err(|e| Error::Table {
+                table: "(catalog)".into(),
+                message: format!("cannot open the embedded catalog {}", database.display()),
+                source: Some(Box::new(e)),
+            })?;
+        Ok(PipelineCatalog {
+            inner,
+            name: name.clone(),
+            database,
+            warehouse,
+            file_io: FileIOBuilder::new(factory).build(),
+        })
+    }
+
+    /// File access for the warehouse.
+    pub fn file_io(&self) -> &FileIO {
+        &self.file_io
+    }
+
+    /// The warehouse folder where new tables are placed.
+    pub fn warehouse(&self) -> &std::path::Path {
+        &self.warehouse
+    }
+
+    /// The catalog's name (PyIceberg must be given the same name to see the tables).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The SQLite file.
+    pub fn database(&self) -> &std::path::Path {
+        &self.database
+    }
+
+    /// Creates the namespace if it does not exist yet.
+    pub async fn ensure_namespace(&self, namespace: &str) -> Result<()> {
+        let ns = NamespaceIdent::new(namespace.to_string());
+        if !self.inner.namespace_exists(&ns).await? {
+            match self.inner.create_namespace(&ns, HashMap::new()).await {
+                Ok(_) => {}
+                // Another process may have created it meanwhile.
+                Err(_) if self.inner.namespace_exists(&ns).await? => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads a table, or `None` when it does not exist.
+    pub async fn load(&self, table: &TableName) -> Result<Option<Table>> {
+        let ident = table.ident();
+        if !self.inner.table_exists(&ident).await? {
+            return Ok(None);
+        }
+        self.inner
+            .load_table(&ident)
+            .await
+            .map(Some)
+            .map_err(|e| Error::table(table, "cannot load table", e))
+    }
+
+    /// Loads a table that must exist.
+    pub async fn load_existing(&self, table: &TableName) -> Result<Table> {
+        self.load(table).await?.ok_or_else(|| {
+            Error::table_msg(
+                table,
+                "no such table; `pipeline tables` lists the tables in this catalog",
+            )
+        })
+    }
+
+    /// Every table in every namespace, sorted.
+    pub async fn list_tables(&self) -> Result<Vec<TableName>> {
+        let mut out = Vec::new();
+        for ns in self.inner.list_namespaces(None).await? {
+            for ident in self.inner.list_tables(&ns).await? {
+                out.push(TableName {
+                    namespace: ident.namespace().join("."),
+                    name: ident.name().to_string(),
+                });
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// A runtime handle for building [`Table`]s outside the catalog.
+    pub fn runtime(&self) -> Result<iceberg::Runtime> {
+        Ok(iceberg::Runtime::try_current()?)
+    }
+}

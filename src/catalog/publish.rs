@@ -1,0 +1,107 @@
+//! Atomic publish on the embedded catalog: new metadata files are written first, then every
+//! table pointer of the run moves in ONE SQLite transaction, each by compare-and-set on the
+//! metadata location the run started from. Readers see all of a run's tables move, or none.
+
+use std::str::FromStr;
+
+use iceberg::spec::TableMetadata;
+use iceberg::MetadataLocation;
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{ConnectOptions, Connection};
+
+use super::PipelineCatalog;
+use crate::error::{Error, Result};
+use crate::spec::TableName;
+
+/// One table's move in a publish.
+pub struct TableChange {
+    pub table: TableName,
+    /// The metadata location the change was staged on; `None` creates the table.
+    pub expected_location: Option<String>,
+    /// The metadata to publish (its `main` branch already points at the new snapshot).
+    pub metadata: TableMetadata,
+}
+
+/// A set of table changes published together.
+#[derive(Default)]
+pub struct Publication {
+    pub changes: Vec<TableChange>,
+}
+
+impl PipelineCatalog {
+    /// Publishes every change at once. On any conflict nothing moves and the error names the
+    /// table. Returns the new metadata location of each table, in order.
+    pub async fn publish(&self, publication: Publication) -> Result<Vec<String>> {
+        // 1. Write every new metadata file. Until the pointers move, nobody reads them.
+        let mut planned = Vec::with_capacity(publication.changes.len());
+        for change in &publication.changes {
+            let location = match &change.expected_location {
+                Some(current) => MetadataLocation::from_str(current)?
+                    .with_next_version()
+                    .with_new_metadata(&change.metadata),
+                None => MetadataLocation::new_with_metadata(
+                    change.metadata.location(),
+                    &change.metadata,
+                ),
+            };
+            change
+                .metadata
+                .write_to(&self.file_io, &location)
+                .await
+                .map_err(|e| Error::table(&change.table, "cannot write table metadata", e))?;
+            planned.push(location.to_string());
+        }
+
+        // 2. Move every pointer in one transaction.
+        let options =
+            SqliteConnectOptions::from_str(&format!("sqlite://{}", self.database.display()))?
+                .busy_timeout(std::time::Duration::from_secs(30));
+        let mut conn = options.connect().await?;
+        let mut tx = conn.begin().await?;
+        for (change, new_location) in publication.changes.iter().zip(&planned) {
+            let ns = &change.table.namespace;
+            let name = &change.table.name;
+            let moved = match &change.expected_location {
+                Some(expected) => sqlx::query(
+                    "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? \
+                     WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? \
+                     AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL) AND metadata_location = ?",
+                )
+                .bind(new_location)
+                .bind(expected)
+                .bind(&self.name)
+                .bind(ns)
+                .bind(name)
+                .bind(expected)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+                None => sqlx::query(
+                    "INSERT OR IGNORE INTO iceberg_tables \
+                     (catalog_name, table_namespace, table_name, metadata_location, iceberg_type) \
+                     VALUES (?, ?, ?, ?, 'TABLE')",
+                )
+                .bind(&self.name)
+                .bind(ns)
+                .bind(name)
+                .bind(new_location)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+            };
+            if moved != 1 {
+                tx.rollback().await?;
+                let message = match change.expected_location {
+                    Some(_) => "another writer committed to it after this run read it",
+                    None => "another writer created it after this run started",
+                };
+                return Err(Error::Conflict {
+                    table: change.table.to_string(),
+                    message: message.into(),
+                });
+            }
+        }
+        tx.commit().await?;
+        Ok(planned)
+    }
+}

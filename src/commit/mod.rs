@@ -1,0 +1,82 @@
+//! Snapshot production. iceberg 0.10 only fast-appends, so the overwrite snapshot is ours:
+//!
+//! ```text
+//!   target (table before the run, schema/spec evolved if the job changed them)
+//!     │  write added manifest (new files, ADDED)            ─┐
+//!     │  rewrite each live manifest with its files DELETED   ├─ manifest list, summary
+//!     ▼                                                      ─┘
+//!   staged (snapshot added to metadata, NOT on `main`; downstream jobs of the run read it)
+//!     │  set `main` to the snapshot, write metadata file
+//!     ▼
+//!   published (one SQL transaction moves every table's pointer: see catalog::publish)
+//! ```
+
+mod overwrite;
+mod target;
+
+pub use overwrite::stage_overwrite;
+pub use target::{prepare_target, schema_of, DesiredColumn, TableTarget};
+
+use std::sync::Arc;
+
+use iceberg::io::FileIO;
+use iceberg::spec::{SnapshotReference, SnapshotRetention, TableMetadata, MAIN_BRANCH};
+use iceberg::table::Table;
+
+use crate::catalog::TableChange;
+use crate::error::Result;
+use crate::spec::TableName;
+
+/// A table version written and committed to metadata but not yet visible on `main`.
+#[derive(Clone)]
+pub struct StagedTable {
+    pub table: TableName,
+    /// Metadata location the run started from; `None` when the run creates the table.
+    pub base_location: Option<String>,
+    /// Metadata with the new snapshot added (main still at the old one).
+    pub metadata: TableMetadata,
+    pub snapshot_id: i64,
+    pub added_rows: u64,
+    pub added_files: u64,
+    pub added_bytes: u64,
+}
+
+impl StagedTable {
+    /// A read-only table whose `main` is the staged snapshot, for downstream jobs of the run.
+    pub fn reader(&self, file_io: &FileIO) -> Result<Table> {
+        let metadata = self.published_metadata()?;
+        Ok(Table::builder()
+            .metadata(Arc::new(metadata))
+            .identifier(self.table.ident())
+            .file_io(file_io.clone())
+            .runtime(iceberg::Runtime::try_current()?)
+            .readonly(true)
+            .build()?)
+    }
+
+    /// The metadata to publish: the staged snapshot becomes `main`.
+    pub fn published_metadata(&self) -> Result<TableMetadata> {
+        Ok(self
+            .metadata
+            .clone()
+            .into_builder(None)
+            .set_ref(
+                MAIN_BRANCH,
+                SnapshotReference::new(
+                    self.snapshot_id,
+                    SnapshotRetention::branch(None, None, None),
+                ),
+            )?
+            .build()?
+            .metadata)
+    }
+
+    /// The catalog change that publishes this table.
+    pub fn into_change(self) -> Result<TableChange> {
+        Ok(TableChange {
+            metadata: self.published_metadata()?,
+            table: self.table,
+            expected_location: self.base_location,
+        })
+    }
+}

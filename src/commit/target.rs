@@ -1,0 +1,175 @@
+//! The table a job writes into: loaded from the catalog, or new metadata for a table that the
+//! publish will create. A changed output schema or partition spec evolves the table (field ids
+//! are kept for unchanged columns) instead of recreating it, so time travel keeps working.
+
+use std::collections::HashMap;
+
+use iceberg::spec::{
+    FormatVersion, NestedField, Schema, TableMetadata, TableMetadataBuilder, Type,
+    UnboundPartitionSpec,
+};
+use iceberg::TableCreation;
+
+use crate::catalog::PipelineCatalog;
+use crate::error::{Error, Result};
+use crate::spec::{PartitionField, TableName};
+
+/// One column a job produces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesiredColumn {
+    pub name: String,
+    pub ty: Type,
+    pub required: bool,
+}
+
+/// The table state a job writes on top of.
+pub struct TableTarget {
+    pub table: TableName,
+    pub base_location: Option<String>,
+    pub metadata: TableMetadata,
+}
+
+/// Loads `table` (or prepares its creation) with exactly `columns` and `partition_by`.
+pub async fn prepare_target(
+    catalog: &PipelineCatalog,
+    table: &TableName,
+    columns: &[DesiredColumn],
+    partition_by: &[PartitionField],
+    properties: HashMap<String, String>,
+) -> Result<TableTarget> {
+    catalog.ensure_namespace(&table.namespace).await?;
+    match catalog.load(table).await? {
+        None => {
+            let schema = schema_with_ids(columns, |_| None, 0)?;
+            let spec = partition_spec(table, &schema, partition_by)?;
+            let location = catalog
+                .warehouse()
+                .join(&table.namespace)
+                .join(&table.name)
+                .display()
+                .to_string();
+            let creation = TableCreation::builder()
+                .name(table.name.clone())
+                .location(location)
+                .schema(schema)
+                .partition_spec(spec)
+                .properties(properties)
+                .format_version(FormatVersion::V2)
+                .build();
+            let metadata = TableMetadataBuilder::from_table_creation(creation)?
+                .build()?
+                .metadata;
+            Ok(TableTarget {
+                table: table.clone(),
+                base_location: None,
+                metadata,
+            })
+        }
+        Some(existing) => {
+            let base_location = existing.metadata_location_result()?.to_string();
+            let current = existing.metadata().clone();
+            let current_schema = current.current_schema().clone();
+            let same_schema = current_schema.as_struct().fields().len() == columns.len()
+                && current_schema
+                    .as_struct()
+                    .fields()
+                    .iter()
+                    .zip(columns)
+                    .all(|(f, c)| {
+                        f.name == c.name && *f.field_type == c.ty && f.required == c.required
+                    });
+            let mut builder = current.clone().into_builder(Some(base_location.clone()));
+            let schema = if same_schema {
+                current_schema.as_ref().clone()
+            } else {
+                let schema = schema_with_ids(
+                    columns,
+                    |c| {
+                        current_schema
+                            .field_by_name(&c.name)
+                            .filter(|f| *f.field_type == c.ty)
+                            .map(|f| f.id)
+                    },
+                    current.last_column_id(),
+                )?;
+                builder = builder.add_current_schema(schema.clone())?;
+                schema
+            };
+            let spec = partition_spec(table, &schema, partition_by)?;
+            let current_spec = current
+                .default_partition_spec()
+                .fields()
+                .iter()
+                .map(|f| (f.source_id, f.name.clone(), f.transform))
+                .collect::<Vec<_>>();
+            let wanted_spec = spec
+                .fields()
+                .iter()
+                .map(|f| (f.source_id, f.name.clone(), f.transform))
+                .collect::<Vec<_>>();
+            if current_spec != wanted_spec {
+                builder = builder.add_default_partition_spec(spec)?;
+            }
+            if !same_schema || current_spec != wanted_spec {
+                tracing::info!(table = %table, "schema or partition spec changed; evolving the table");
+            }
+            Ok(TableTarget {
+                table: table.clone(),
+                base_location: Some(base_location),
+                metadata: builder.build()?.metadata,
+            })
+        }
+    }
+}
+
+/// A schema with fresh field ids 1..n for `columns`.
+pub fn schema_of(columns: &[DesiredColumn]) -> Result<Schema> {
+    schema_with_ids(columns, |_| None, 0)
+}
+
+fn schema_with_ids(
+    columns: &[DesiredColumn],
+    existing_id: impl Fn(&DesiredColumn) -> Option<i32>,
+    last_id: i32,
+) -> Result<Schema> {
+    let mut next = last_id;
+    let fields = columns
+        .iter()
+        .map(|c| {
+            let id = existing_id(c).unwrap_or_else(|| {
+                next += 1;
+                next
+            });
+            let field = if c.required {
+                NestedField::required(id, &c.name, c.ty.clone())
+            } else {
+                NestedField::optional(id, &c.name, c.ty.clone())
+            };
+            field.into()
+        })
+        .collect::<Vec<_>>();
+    Ok(Schema::builder().with_fields(fields).build()?)
+}
+
+fn partition_spec(
+    table: &TableName,
+    schema: &Schema,
+    partition_by: &[PartitionField],
+) -> Result<UnboundPartitionSpec> {
+    let mut builder = UnboundPartitionSpec::builder();
+    for p in partition_by {
+        let field = schema.field_by_name(&p.source).ok_or_else(|| {
+            Error::table_msg(
+                table,
+                format!(
+                    "partition_by `{}`: the table has no column `{}`",
+                    p.text, p.source
+                ),
+            )
+        })?;
+        builder = builder
+            .add_partition_field(field.id, p.field_name(), p.transform)
+            .map_err(|e| Error::table(table, format!("partition_by `{}`", p.text), e))?;
+    }
+    Ok(builder.build())
+}

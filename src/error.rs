@@ -1,0 +1,139 @@
+//! The engine's error type: every variant carries the context a user needs to act on it
+//! (spec file and line, source file and line, table, snapshot id).
+
+use std::path::PathBuf;
+
+/// Result alias used across the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every failure the engine reports. `Display` is one clear paragraph meant for a person.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The pipeline spec (TOML) is malformed or inconsistent.
+    #[error("{}:{line}:{col}: {message}{}", file.display(), hint_suffix(hint))]
+    Spec {
+        file: PathBuf,
+        line: usize,
+        col: usize,
+        message: String,
+        hint: Option<String>,
+    },
+
+    /// A spec-level problem that has no single position (a cycle, a missing pipeline).
+    #[error("{}: {message}{}", file.display(), hint_suffix(hint))]
+    Pipeline {
+        file: PathBuf,
+        message: String,
+        hint: Option<String>,
+    },
+
+    /// A transform's SQL is invalid: parse error, not a SELECT, unknown column or table.
+    #[error("{}{}: {message}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Sql {
+        file: PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
+
+    /// A source record could not be read under the `fail` policy.
+    #[error("{}:{line}: {reason}", file.display())]
+    BadRecord {
+        file: PathBuf,
+        line: u64,
+        reason: String,
+    },
+
+    /// A source file could not be found, opened or read.
+    #[error("{}: {message}", path.display())]
+    Input { path: PathBuf, message: String },
+
+    /// The catalog or a table in it failed an operation.
+    #[error("table {table}: {message}{}", source_suffix(source))]
+    Table {
+        table: String,
+        message: String,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+
+    /// Another writer changed a table between staging and publish.
+    #[error("commit conflict on table {table}: {message}; nothing of this run was published")]
+    Conflict { table: String, message: String },
+
+    /// The command line asked for something impossible.
+    #[error("{0}")]
+    Usage(String),
+
+    #[error("iceberg: {0}")]
+    Iceberg(#[from] iceberg::Error),
+
+    #[error("{0}")]
+    DataFusion(#[from] datafusion::error::DataFusionError),
+
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+
+    #[error("catalog database: {0}")]
+    Sqlx(#[from] sqlx::Error),
+
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn hint_suffix(hint: &Option<String>) -> String {
+    hint.as_ref()
+        .map(|h| format!("\n  hint: {h}"))
+        .unwrap_or_default()
+}
+
+fn source_suffix(source: &Option<Box<dyn std::error::Error + Send + Sync>>) -> String {
+    source
+        .as_ref()
+        .map(|s| format!(": {s}"))
+        .unwrap_or_default()
+}
+
+impl Error {
+    /// A table-scoped error wrapping a lower-level cause.
+    pub fn table(
+        table: impl ToString,
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Table {
+            table: table.to_string(),
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// A table-scoped error without a lower-level cause.
+    pub fn table_msg(table: impl ToString, message: impl Into<String>) -> Self {
+        Error::Table {
+            table: table.to_string(),
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An I/O error on a named path.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// The process exit code for this error: 2 for problems in the spec or the command line
+    /// (fix the input), 1 for failures while running.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Spec { .. } | Error::Pipeline { .. } | Error::Sql { .. } | Error::Usage(_) => 2,
+            _ => 1,
+        }
+    }
+}

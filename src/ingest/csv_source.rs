@@ -1,0 +1,164 @@
+//! CSV decoding (RFC 4180: quoted delimiters, doubled quotes, newlines inside quotes) with the
+//! line number where each record starts and its raw text for quarantine.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use super::sink::RecordSink;
+use super::values::{parse_text, Parsed};
+use crate::error::{Error, Result};
+use crate::spec::{ColumnType, IngestJob};
+
+/// Reads one CSV file into the sink.
+pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<()> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut raw_reader = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .delimiter(job.csv.delimiter)
+        .quote(job.csv.quote)
+        .buffer_capacity(1 << 20)
+        .from_reader(file);
+
+    let mut record = csv::ByteRecord::new();
+    let n = job.columns.len();
+    // Field index of each declared column.
+    let mut positions: Vec<usize> = (0..n).collect();
+    let mut expected_fields = n;
+    if job.csv.header {
+        if !reader
+            .read_byte_record(&mut record)
+            .map_err(|e| csv_error(path, e))?
+        {
+            return Ok(()); // empty file: no header, no records
+        }
+        let header: Vec<String> = record
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let s = String::from_utf8_lossy(f);
+                let s = if i == 0 {
+                    s.trim_start_matches('\u{feff}')
+                } else {
+                    &s
+                };
+                s.trim().to_string()
+            })
+            .collect();
+        for (i, col) in job.columns.iter().enumerate() {
+            positions[i] = header.iter().position(|h| h == &col.name).ok_or_else(|| {
+                Error::Input {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "line 1: the header has no column `{}` (declared in the schema of {}); header: {}",
+                        col.name,
+                        job.table,
+                        header.join(",")
+                    ),
+                }
+            })?;
+        }
+        let extra: Vec<&String> = header
+            .iter()
+            .filter(|h| !job.columns.iter().any(|c| &c.name == *h))
+            .collect();
+        if !extra.is_empty() {
+            tracing::warn!(
+                file = %path.display(),
+                "columns not in the schema of {} are not loaded: {}",
+                job.table,
+                extra.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            );
+        }
+        expected_fields = header.len();
+    }
+
+    let mut values = vec![Parsed::Null; n];
+    loop {
+        let more = reader
+            .read_byte_record(&mut record)
+            .map_err(|e| csv_error(path, e))?;
+        if !more {
+            break;
+        }
+        let (line, start) = record
+            .position()
+            .map(|p| (p.line(), p.byte()))
+            .unwrap_or((0, 0));
+        match decode(job, &record, &positions, expected_fields, &mut values) {
+            Ok(()) => sink.good(&values, line, |i| {
+                // Declared string columns were checked to be UTF-8 by `decode`.
+                std::str::from_utf8(&record[positions[i]]).unwrap_or_default()
+            })?,
+            Err((reason, column)) => {
+                let end = reader.position().byte();
+                let raw = raw_text(&mut raw_reader, start, end);
+                sink.bad(path, line, &raw, reason, column)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn decode<'j>(
+    job: &'j IngestJob,
+    record: &csv::ByteRecord,
+    positions: &[usize],
+    expected_fields: usize,
+    values: &mut [Parsed],
+) -> Result<(), (String, Option<&'j str>)> {
+    if record.len() != expected_fields {
+        return Err((
+            format!("expected {expected_fields} fields, found {}", record.len()),
+            None,
+        ));
+    }
+    for (i, col) in job.columns.iter().enumerate() {
+        let bytes = &record[positions[i]];
+        let text = std::str::from_utf8(bytes).map_err(|_| {
+            (
+                format!("column {}: invalid UTF-8", col.name),
+                Some(col.name.as_str()),
+            )
+        })?;
+        values[i] = if job.null_values.iter().any(|nv| nv == text) {
+            if col.required {
+                return Err((
+                    format!("column {}: NULL in a `not null` column", col.name),
+                    Some(col.name.as_str()),
+                ));
+            }
+            Parsed::Null
+        } else {
+            parse_text(col.ty, text)
+                .map_err(|r| (format!("column {}: {r}", col.name), Some(col.name.as_str())))?
+        };
+        debug_assert!(
+            col.ty != ColumnType::String || values[i] == Parsed::Str || values[i] == Parsed::Null
+        );
+    }
+    Ok(())
+}
+
+/// The raw bytes of a record, without its line terminator.
+fn raw_text(file: &mut File, start: u64, end: u64) -> String {
+    let mut buf = vec![0u8; end.saturating_sub(start) as usize];
+    if file.seek(SeekFrom::Start(start)).is_err() || file.read_exact(&mut buf).is_err() {
+        return String::new();
+    }
+    while matches!(buf.last(), Some(b'\n' | b'\r')) {
+        buf.pop();
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn csv_error(path: &Path, e: csv::Error) -> Error {
+    let line = e.position().map(|p| p.line()).unwrap_or(0);
+    Error::BadRecord {
+        file: path.to_path_buf(),
+        line,
+        reason: format!("unreadable CSV: {e}"),
+    }
+}

@@ -1,0 +1,166 @@
+//! Newline-delimited JSON decoding: one object per line, blank lines skipped. Values are read
+//! from their raw JSON text, so decimals stay exact.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use serde_json::value::RawValue;
+
+use super::sink::RecordSink;
+use super::values::{parse_date, parse_decimal, parse_integer, parse_timestamp, Parsed};
+use crate::error::{Error, Result};
+use crate::spec::{ColumnType, IngestJob};
+
+/// Reads one JSON Lines file into the sink.
+pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<()> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    let n = job.columns.len();
+    let mut values = vec![Parsed::Null; n];
+    let mut strings: Vec<String> = vec![String::new(); n];
+    loop {
+        buf.clear();
+        let read = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| Error::io(path, e))?;
+        if read == 0 {
+            break;
+        }
+        line_no += 1;
+        while matches!(buf.last(), Some(b'\n' | b'\r')) {
+            buf.pop();
+        }
+        if buf.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let text = match std::str::from_utf8(&buf) {
+            Ok(t) => t,
+            Err(_) => {
+                let raw = String::from_utf8_lossy(&buf).into_owned();
+                sink.bad(path, line_no, &raw, "invalid UTF-8".into(), None)?;
+                continue;
+            }
+        };
+        match decode(job, text, &mut values, &mut strings) {
+            Ok(()) => sink.good(&values, line_no, |i| strings[i].as_str())?,
+            Err((reason, column)) => sink.bad(path, line_no, text, reason, column)?,
+        }
+    }
+    Ok(())
+}
+
+fn decode<'j>(
+    job: &'j IngestJob,
+    text: &str,
+    values: &mut [Parsed],
+    strings: &mut [String],
+) -> Result<(), (String, Option<&'j str>)> {
+    let object: HashMap<String, &RawValue> = serde_json::from_str(text).map_err(|e| {
+        let what = if e.is_eof() {
+            "truncated JSON".to_string()
+        } else {
+            format!("invalid JSON object: {e}")
+        };
+        (what.replace(" at line 1 ", " at "), None)
+    })?;
+    for (i, col) in job.columns.iter().enumerate() {
+        let raw = object
+            .get(&col.name)
+            .map(|r| r.get().trim())
+            .unwrap_or("null");
+        let fail = |r: String| (format!("column {}: {r}", col.name), Some(col.name.as_str()));
+        values[i] = if raw == "null" {
+            if col.required {
+                return Err(fail("NULL in a `not null` column".into()));
+            }
+            Parsed::Null
+        } else {
+            let value = json_value(col.ty, raw, &mut strings[i]).map_err(fail)?;
+            value
+        };
+    }
+    Ok(())
+}
+
+fn json_value(ty: ColumnType, raw: &str, string_out: &mut String) -> Result<Parsed, String> {
+    let is_string = raw.starts_with('"');
+    let as_string = |raw: &str| -> Result<String, String> {
+        serde_json::from_str::<String>(raw).map_err(|e| format!("invalid JSON string: {e}"))
+    };
+    let kind = || match raw.as_bytes().first() {
+        Some(b'"') => "a string",
+        Some(b'{') => "an object",
+        Some(b'[') => "an array",
+        Some(b't' | b'f') => "a boolean",
+        _ => "a number",
+    };
+    match ty {
+        ColumnType::String => {
+            if !is_string {
+                return Err(format!("expected a JSON string, found {} `{raw}`", kind()));
+            }
+            *string_out = as_string(raw)?;
+            Ok(Parsed::Str)
+        }
+        ColumnType::Timestamp | ColumnType::TimestampTz | ColumnType::Date => {
+            if !is_string {
+                return Err(format!(
+                    "expected a date/time string, found {} `{raw}`",
+                    kind()
+                ));
+            }
+            let s = as_string(raw)?;
+            if ty == ColumnType::Date {
+                parse_date(s.trim().as_bytes())
+                    .map(Parsed::Date)
+                    .ok_or_else(|| format!("`{s}` is not a date (YYYY-MM-DD)"))
+            } else {
+                parse_timestamp(s.trim()).map(Parsed::Ts)
+            }
+        }
+        ColumnType::Boolean => match raw {
+            "true" => Ok(Parsed::Bool(true)),
+            "false" => Ok(Parsed::Bool(false)),
+            _ => Err(format!("expected a JSON boolean, found {} `{raw}`", kind())),
+        },
+        ColumnType::Int | ColumnType::Long => {
+            let v = parse_integer(raw)
+                .ok_or_else(|| format!("expected a JSON integer, found {} `{raw}`", kind()))?;
+            if ty == ColumnType::Int {
+                i32::try_from(v)
+                    .map(Parsed::I32)
+                    .map_err(|_| format!("`{raw}` does not fit an int (32-bit)"))
+            } else {
+                Ok(Parsed::I64(v))
+            }
+        }
+        ColumnType::Float | ColumnType::Double => {
+            if is_string || kind() != "a number" {
+                return Err(format!("expected a JSON number, found {} `{raw}`", kind()));
+            }
+            let v: f64 = raw
+                .parse()
+                .map_err(|_| format!("`{raw}` is not a number"))?;
+            Ok(if ty == ColumnType::Float {
+                Parsed::F32(v as f32)
+            } else {
+                Parsed::F64(v)
+            })
+        }
+        ColumnType::Decimal { precision, scale } => {
+            if kind() != "a number" {
+                return Err(format!("expected a JSON number, found {} `{raw}`", kind()));
+            }
+            if raw.contains(['e', 'E']) {
+                return Err(format!(
+                    "`{raw}`: exponent notation is not accepted for decimal({precision},{scale})"
+                ));
+            }
+            parse_decimal(raw, precision, scale).map(Parsed::Dec)
+        }
+    }
+}

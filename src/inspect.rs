@@ -1,0 +1,196 @@
+//! Read-only views of the catalog: table list, table description, snapshot history and SQL
+//! queries (with time travel to an older snapshot).
+
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use datafusion::sql::parser::Statement as DFStatement;
+use iceberg_datafusion::IcebergStaticTableProvider;
+use serde::Serialize;
+
+use crate::catalog::PipelineCatalog;
+use crate::error::{Error, Result};
+use crate::spec::TableName;
+use crate::transform::{new_session, register_table};
+
+/// One column of a table's current schema.
+#[derive(Debug, Serialize)]
+pub struct ColumnInfo {
+    pub id: i32,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub ty: String,
+    pub required: bool,
+}
+
+/// `pipeline describe`.
+#[derive(Debug, Serialize)]
+pub struct TableInfo {
+    pub table: String,
+    pub location: String,
+    pub metadata_location: String,
+    pub format_version: String,
+    pub columns: Vec<ColumnInfo>,
+    pub partition_spec: Vec<String>,
+    pub current_snapshot_id: Option<i64>,
+    pub rows: u64,
+    pub data_files: u64,
+    pub bytes: u64,
+}
+
+/// One snapshot in `pipeline history`.
+#[derive(Debug, Serialize)]
+pub struct SnapshotInfo {
+    pub snapshot_id: i64,
+    pub parent_id: Option<i64>,
+    pub committed_at: String,
+    pub operation: String,
+    pub added_records: u64,
+    pub deleted_records: u64,
+    pub total_records: u64,
+    pub added_files: u64,
+    pub deleted_files: u64,
+    pub run_id: Option<String>,
+    pub current: bool,
+}
+
+fn summary_u64(s: &iceberg::spec::Summary, key: &str) -> u64 {
+    s.additional_properties
+        .get(key)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Describes a table at its current snapshot.
+pub async fn describe(catalog: &PipelineCatalog, table: &TableName) -> Result<TableInfo> {
+    let t = catalog.load_existing(table).await?;
+    let m = t.metadata();
+    let schema = m.current_schema();
+    let columns = schema
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| ColumnInfo {
+            id: f.id,
+            name: f.name.clone(),
+            ty: f.field_type.to_string(),
+            required: f.required,
+        })
+        .collect();
+    let partition_spec = m
+        .default_partition_spec()
+        .fields()
+        .iter()
+        .map(|f| {
+            let source = schema
+                .field_by_id(f.source_id)
+                .map(|s| s.name.clone())
+                .unwrap_or_else(|| format!("#{}", f.source_id));
+            format!("{}({source}) as {}", f.transform, f.name)
+        })
+        .collect();
+    let current = m.current_snapshot();
+    let summary = current.map(|s| s.summary());
+    Ok(TableInfo {
+        table: table.to_string(),
+        location: m.location().to_string(),
+        metadata_location: t.metadata_location().unwrap_or_default().to_string(),
+        format_version: m.format_version().to_string(),
+        columns,
+        partition_spec,
+        current_snapshot_id: current.map(|s| s.snapshot_id()),
+        rows: summary.map_or(0, |s| summary_u64(s, "total-records")),
+        data_files: summary.map_or(0, |s| summary_u64(s, "total-data-files")),
+        bytes: summary.map_or(0, |s| summary_u64(s, "total-files-size")),
+    })
+}
+
+/// Every snapshot of a table, oldest first.
+pub async fn history(catalog: &PipelineCatalog, table: &TableName) -> Result<Vec<SnapshotInfo>> {
+    let t = catalog.load_existing(table).await?;
+    let m = t.metadata();
+    let current = m.current_snapshot_id();
+    let mut snapshots: Vec<_> = m.snapshots().collect();
+    snapshots.sort_by_key(|s| (s.sequence_number(), s.timestamp_ms()));
+    Ok(snapshots
+        .into_iter()
+        .map(|s| {
+            let summary = s.summary();
+            SnapshotInfo {
+                snapshot_id: s.snapshot_id(),
+                parent_id: s.parent_snapshot_id(),
+                committed_at: s
+                    .timestamp()
+                    .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+                    .unwrap_or_default(),
+                operation: summary.operation.as_str().to_string(),
+                added_records: summary_u64(summary, "added-records"),
+                deleted_records: summary_u64(summary, "deleted-records"),
+                total_records: summary_u64(summary, "total-records"),
+                added_files: summary_u64(summary, "added-data-files"),
+                deleted_files: summary_u64(summary, "deleted-data-files"),
+                run_id: summary
+                    .additional_properties
+                    .get("pipeline.run-id")
+                    .cloned(),
+                current: Some(s.snapshot_id()) == current,
+            }
+        })
+        .collect())
+}
+
+/// Runs a read-only SELECT over catalog tables. With `as_of`, every table the query reads that
+/// has that snapshot is read as of it; at least one must have it.
+pub async fn query(
+    catalog: &PipelineCatalog,
+    sql: &str,
+    as_of: Option<i64>,
+) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    let usage = |m: String| Error::Usage(m);
+    let mut statements = datafusion::sql::parser::DFParser::parse_sql(sql)
+        .map_err(|e| usage(format!("query: {e}")))?;
+    let statement = match (statements.pop_front(), statements.is_empty()) {
+        (Some(s), true) if is_query(&s) => s,
+        _ => return Err(usage("query: pass exactly one SELECT statement".into())),
+    };
+    let session = new_session();
+    let references = session.state().resolve_table_references(&statement)?;
+    let mut matched_as_of = false;
+    for r in references {
+        let name = match (&r, r.schema()) {
+            (_, Some(schema)) => TableName::parse(&format!("{schema}.{}", r.table())),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            usage(format!(
+                "query: write tables as namespace.table (got `{r}`); `pipeline tables` lists them"
+            ))
+        })?;
+        let table = catalog.load_existing(&name).await?;
+        let provider = match as_of {
+            Some(id) if table.metadata().snapshot_by_id(id).is_some() => {
+                matched_as_of = true;
+                IcebergStaticTableProvider::try_new_from_table_snapshot(table, id).await
+            }
+            _ => IcebergStaticTableProvider::try_new_from_table(table).await,
+        }
+        .map_err(|e| Error::table(&name, "cannot read table", e))?;
+        register_table(&session, &name, Arc::new(provider))?;
+    }
+    if let (Some(id), false) = (as_of, matched_as_of) {
+        return Err(usage(format!(
+            "--as-of {id}: no table in the query has that snapshot; `pipeline history <table>` lists snapshot ids"
+        )));
+    }
+    let plan = session.state().statement_to_plan(statement).await?;
+    let df = session.execute_logical_plan(plan).await?;
+    let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+    let batches = df.collect().await?;
+    Ok((schema, batches))
+}
+
+fn is_query(statement: &DFStatement) -> bool {
+    matches!(statement, DFStatement::Statement(s)
+        if matches!(**s, datafusion::sql::sqlparser::ast::Statement::Query(_)))
+}

@@ -1,0 +1,425 @@
+//! The `pipeline` command line: a thin shell over the library. Every command returns one
+//! clear message and a non-zero exit code on failure.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use pipeline::catalog::PipelineCatalog;
+use pipeline::output::{batches_to_rows, render_table};
+use pipeline::run::{run_pipeline, validate, JobReport, Observer, RunReport};
+use pipeline::spec::{list_pipelines, load_pipeline, CatalogConfig, TableName};
+use pipeline::{inspect, Error, Result};
+
+/// Medallion ETL on Apache Iceberg: CSV/JSON files into bronze tables, SQL into silver and gold.
+///
+/// A pipeline is pipelines/NAME.toml plus the SQL files it names. Tables live in an Iceberg
+/// catalog (by default an embedded SQLite catalog in ./warehouse) that PyIceberg, DuckDB,
+/// Spark and Trino read directly.
+///
+/// Examples:
+///   pipeline run retail                 run every job, publish all tables at once
+///   pipeline validate retail            check spec and SQL without running
+///   pipeline tables                     list tables
+///   pipeline describe gold.customer_metrics
+///   pipeline history silver.orders      snapshots, newest last
+///   pipeline query "SELECT * FROM gold.monthly_revenue ORDER BY month"
+///   pipeline query "SELECT count(*) FROM silver.orders" --as-of 1234567890
+#[derive(Parser)]
+#[command(name = "pipeline", version, verbatim_doc_comment)]
+struct Cli {
+    /// Project directory holding pipelines/, sql/ and the warehouse.
+    #[arg(long, global = true, default_value = ".")]
+    project: PathBuf,
+    /// Print machine-readable JSON on stdout instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    /// More logging on stderr (-v info, -vv debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every job of a pipeline in dependency order and publish all its tables atomically.
+    Run {
+        /// Pipeline name: pipelines/<PIPELINE>.toml.
+        pipeline: String,
+    },
+    /// Check a pipeline (spec, SQL, dependencies, referenced tables) without running anything.
+    Validate { pipeline: String },
+    /// List the tables in the catalog.
+    Tables {
+        /// Use this pipeline's catalog (default: the only pipeline's, else the embedded default).
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// Show a table's schema, partition spec, current snapshot and row count.
+    Describe {
+        /// namespace.table
+        table: String,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// List a table's snapshots: id, time, operation, row counts, run id.
+    History {
+        /// namespace.table
+        table: String,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// Run a SELECT over catalog tables and print the result.
+    Query {
+        /// One SELECT; tables are written namespace.table.
+        sql: String,
+        /// Read tables as of this snapshot id (time travel); see `pipeline history`.
+        #[arg(long = "as-of", value_name = "SNAPSHOT_ID")]
+        as_of: Option<i64>,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = match cli.verbose {
+        0 => "warn",
+        1 => "info,datafusion=warn,iceberg=warn",
+        _ => "debug",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PIPELINE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(main_inner(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+async fn main_inner(cli: Cli) -> Result<()> {
+    let project = std::path::absolute(&cli.project).map_err(|e| Error::io(&cli.project, e))?;
+    match &cli.command {
+        Command::Run { pipeline } => {
+            let spec = load_pipeline(&project, pipeline)?;
+            let observer = Arc::new(Progress {
+                tty: std::io::stderr().is_terminal(),
+            });
+            let report = run_pipeline(&spec, observer).await?;
+            print_run(&report, cli.json)
+        }
+        Command::Validate { pipeline } => {
+            let spec = load_pipeline(&project, pipeline)?;
+            let v = validate(&spec).await?;
+            if cli.json {
+                let tables: Vec<_> = v
+                    .plan
+                    .order
+                    .iter()
+                    .map(|j| match j {
+                        pipeline::plan::JobId::Ingest(i) => spec.ingests[*i].table.to_string(),
+                        pipeline::plan::JobId::Transform(i) => {
+                            spec.transforms[*i].table.to_string()
+                        }
+                    })
+                    .collect();
+                println!(
+                    "{}",
+                    serde_json::json!({"pipeline": spec.name, "valid": true, "jobs_in_order": tables})
+                );
+            } else {
+                println!(
+                    "pipeline {} is valid: {} ingest and {} transform jobs",
+                    spec.name,
+                    spec.ingests.len(),
+                    spec.transforms.len()
+                );
+                for j in &v.plan.order {
+                    let (kind, table, deps) = match j {
+                        pipeline::plan::JobId::Ingest(i) => {
+                            ("ingest", &spec.ingests[*i].table, String::new())
+                        }
+                        pipeline::plan::JobId::Transform(i) => (
+                            "transform",
+                            &spec.transforms[*i].table,
+                            v.plan.transforms[*i]
+                                .inputs
+                                .iter()
+                                .map(|t| t.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                        ),
+                    };
+                    if deps.is_empty() {
+                        println!("  {kind:<9} {table}");
+                    } else {
+                        println!("  {kind:<9} {table}  <- {deps}");
+                    }
+                }
+            }
+            Ok(())
+        }
+        Command::Tables { pipeline } => {
+            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let tables = catalog.list_tables().await?;
+            if cli.json {
+                let names: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&names).unwrap_or_default()
+                );
+            } else {
+                let mut rows = Vec::new();
+                for t in &tables {
+                    let info = inspect::describe(&catalog, t).await?;
+                    rows.push(vec![
+                        t.to_string(),
+                        info.rows.to_string(),
+                        info.data_files.to_string(),
+                        info.current_snapshot_id
+                            .map(|s| s.to_string())
+                            .unwrap_or_default(),
+                    ]);
+                }
+                print!(
+                    "{}",
+                    render_table(&strings(&["table", "rows", "files", "snapshot"]), &rows)
+                );
+            }
+            Ok(())
+        }
+        Command::Describe { table, pipeline } => {
+            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let info = inspect::describe(&catalog, &table_arg(table)?).await?;
+            if cli.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&info).unwrap_or_default()
+                );
+            } else {
+                println!("table:            {}", info.table);
+                println!("location:         {}", info.location);
+                println!("metadata:         {}", info.metadata_location);
+                println!("format version:   {}", info.format_version);
+                println!(
+                    "current snapshot: {}",
+                    info.current_snapshot_id
+                        .map(|s| s.to_string())
+                        .unwrap_or("(none)".into())
+                );
+                println!("rows:             {}", info.rows);
+                println!(
+                    "data files:       {} ({} bytes)",
+                    info.data_files, info.bytes
+                );
+                println!(
+                    "partitioned by:   {}",
+                    if info.partition_spec.is_empty() {
+                        "(unpartitioned)".to_string()
+                    } else {
+                        info.partition_spec.join(", ")
+                    }
+                );
+                println!();
+                let rows: Vec<Vec<String>> = info
+                    .columns
+                    .iter()
+                    .map(|c| {
+                        vec![
+                            c.id.to_string(),
+                            c.name.clone(),
+                            c.ty.clone(),
+                            if c.required { "required" } else { "optional" }.into(),
+                        ]
+                    })
+                    .collect();
+                print!(
+                    "{}",
+                    render_table(&strings(&["id", "column", "type", "nullability"]), &rows)
+                );
+            }
+            Ok(())
+        }
+        Command::History { table, pipeline } => {
+            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let snapshots = inspect::history(&catalog, &table_arg(table)?).await?;
+            if cli.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&snapshots).unwrap_or_default()
+                );
+            } else {
+                let rows: Vec<Vec<String>> = snapshots
+                    .iter()
+                    .map(|s| {
+                        vec![
+                            format!("{}{}", s.snapshot_id, if s.current { " *" } else { "" }),
+                            s.committed_at.clone(),
+                            s.operation.clone(),
+                            format!("+{}", s.added_records),
+                            format!("-{}", s.deleted_records),
+                            s.total_records.to_string(),
+                            s.run_id.clone().unwrap_or_default(),
+                        ]
+                    })
+                    .collect();
+                print!(
+                    "{}",
+                    render_table(
+                        &strings(&[
+                            "snapshot (* = current)",
+                            "committed at",
+                            "operation",
+                            "added",
+                            "deleted",
+                            "total rows",
+                            "run"
+                        ]),
+                        &rows
+                    )
+                );
+            }
+            Ok(())
+        }
+        Command::Query {
+            sql,
+            as_of,
+            pipeline,
+        } => {
+            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let (schema, batches) = inspect::query(&catalog, sql, *as_of).await?;
+            let rows = batches_to_rows(&schema, &batches)?;
+            if cli.json {
+                println!("{}", rows.to_json());
+            } else {
+                print!("{}", rows.to_table());
+                println!("({} rows)", rows.rows.len());
+            }
+            Ok(())
+        }
+    }
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+fn table_arg(text: &str) -> Result<TableName> {
+    TableName::parse(text).ok_or_else(|| {
+        Error::Usage(format!(
+            "`{text}` is not a table name; write namespace.table, e.g. gold.customer_metrics"
+        ))
+    })
+}
+
+/// The catalog of `--pipeline`, else of the project's only pipeline, else the embedded default.
+async fn open_catalog(
+    project: &std::path::Path,
+    pipeline: Option<&str>,
+) -> Result<PipelineCatalog> {
+    let config = match pipeline {
+        Some(name) => load_pipeline(project, name)?.catalog,
+        None => match list_pipelines(project).as_slice() {
+            [only] => load_pipeline(project, only)?.catalog,
+            _ => CatalogConfig::embedded_default(project),
+        },
+    };
+    PipelineCatalog::connect(&config).await
+}
+
+fn print_run(report: &RunReport, json: bool) -> Result<()> {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(report).unwrap_or_default()
+        );
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = report
+        .jobs
+        .iter()
+        .map(|j| {
+            vec![
+                j.job.clone(),
+                j.table.clone(),
+                j.rows_in.to_string(),
+                j.rows_out.to_string(),
+                j.quarantined.to_string(),
+                j.files.to_string(),
+                j.snapshot_id.to_string(),
+                format!("{:.2}s", j.seconds),
+            ]
+        })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "\nrun {} of pipeline {}: published {} tables in {:.2}s\n",
+        report.run_id,
+        report.pipeline,
+        report.jobs.len(),
+        report.seconds
+    );
+    let _ = write!(
+        out,
+        "{}",
+        render_table(
+            &strings(&[
+                "job",
+                "table",
+                "rows in",
+                "rows out",
+                "quarantined",
+                "files",
+                "snapshot",
+                "time"
+            ]),
+            &rows
+        )
+    );
+    Ok(())
+}
+
+/// Progress on stderr: a line per job start and end, and row counts of long jobs.
+struct Progress {
+    tty: bool,
+}
+
+impl Observer for Progress {
+    fn job_started(&self, job: &str, table: &TableName) {
+        eprintln!("  started   {job:<9} {table}");
+    }
+    fn job_progress(&self, table: &TableName, rows: u64, seconds: f64) {
+        let _ = self.tty;
+        eprintln!("  running   {table}: {rows} rows after {seconds:.0}s");
+    }
+    fn job_finished(&self, r: &JobReport) {
+        eprintln!(
+            "  finished  {:<9} {}: {} rows in, {} rows out, {} quarantined, {} files, {} bytes, {:.2}s",
+            r.job, r.table, r.rows_in, r.rows_out, r.quarantined, r.files, r.bytes, r.seconds
+        );
+    }
+    fn publishing(&self, tables: usize) {
+        eprintln!("  publishing {tables} tables in one catalog transaction");
+    }
+}

@@ -1,0 +1,135 @@
+//! The job graph of a pipeline: which job produces which table, which tables each transform
+//! reads, an order in which every job runs after its inputs, and cycle detection.
+
+use std::collections::HashMap;
+
+use crate::error::{Error, Result};
+use crate::spec::{Pipeline, TableName};
+use crate::transform::{parse_transform, ParsedTransform};
+
+/// A job of the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobId {
+    Ingest(usize),
+    Transform(usize),
+}
+
+/// A validated graph: transforms parsed, no cycles, jobs in dependency order.
+#[derive(Debug)]
+pub struct Plan {
+    /// Parsed SQL of each transform, by transform index.
+    pub transforms: Vec<ParsedTransform>,
+    /// Producing job of every table this pipeline writes (quarantine tables included).
+    pub producers: HashMap<TableName, JobId>,
+    /// Jobs in an order where each comes after the producers of its inputs.
+    pub order: Vec<JobId>,
+}
+
+impl Plan {
+    /// Tables read by transforms that no job of this pipeline produces (they must exist).
+    pub fn external_inputs(&self) -> Vec<(usize, TableName)> {
+        let mut out = Vec::new();
+        for (i, t) in self.transforms.iter().enumerate() {
+            for input in &t.inputs {
+                if !self.producers.contains_key(input) {
+                    out.push((i, input.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// The jobs that must finish before `job` starts.
+    pub fn dependencies(&self, job: JobId) -> Vec<JobId> {
+        match job {
+            JobId::Ingest(_) => Vec::new(),
+            JobId::Transform(i) => {
+                let mut deps: Vec<JobId> = self.transforms[i]
+                    .inputs
+                    .iter()
+                    .filter_map(|t| self.producers.get(t).copied())
+                    .collect();
+                deps.dedup();
+                deps
+            }
+        }
+    }
+}
+
+/// Parses every transform and orders the jobs. A cycle is an error naming its tables.
+pub fn plan_pipeline(pipeline: &Pipeline) -> Result<Plan> {
+    let transforms = pipeline
+        .transforms
+        .iter()
+        .map(parse_transform)
+        .collect::<Result<Vec<_>>>()?;
+    let mut producers = HashMap::new();
+    for (i, job) in pipeline.ingests.iter().enumerate() {
+        producers.insert(job.table.clone(), JobId::Ingest(i));
+        if job.on_bad_record == crate::spec::BadRecordPolicy::Quarantine {
+            producers.insert(job.table.quarantine(), JobId::Ingest(i));
+        }
+    }
+    for (i, job) in pipeline.transforms.iter().enumerate() {
+        producers.insert(job.table.clone(), JobId::Transform(i));
+    }
+    let mut plan = Plan {
+        transforms,
+        producers,
+        order: Vec::new(),
+    };
+
+    // Depth-first topological sort; a grey node met again closes a cycle.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        White,
+        Grey,
+        Black,
+    }
+    let n = pipeline.transforms.len();
+    let mut marks = vec![Mark::White; n];
+    let mut order: Vec<JobId> = (0..pipeline.ingests.len()).map(JobId::Ingest).collect();
+    fn visit(
+        i: usize,
+        plan: &Plan,
+        pipeline: &Pipeline,
+        marks: &mut Vec<Mark>,
+        stack: &mut Vec<usize>,
+        order: &mut Vec<JobId>,
+    ) -> Result<()> {
+        match marks[i] {
+            Mark::Black => return Ok(()),
+            Mark::Grey => {
+                let start = stack.iter().position(|&s| s == i).unwrap_or(0);
+                let mut names: Vec<String> = stack[start..]
+                    .iter()
+                    .map(|&s| pipeline.transforms[s].table.to_string())
+                    .collect();
+                names.push(pipeline.transforms[i].table.to_string());
+                return Err(Error::Pipeline {
+                    file: pipeline.transforms[i].origin.file.clone(),
+                    message: format!("dependency cycle: {}", names.join(" -> ")),
+                    hint: Some("a transform cannot read, directly or through others, the table it produces".into()),
+                });
+            }
+            Mark::White => {}
+        }
+        marks[i] = Mark::Grey;
+        stack.push(i);
+        for dep in plan.dependencies(JobId::Transform(i)) {
+            if let JobId::Transform(d) = dep {
+                visit(d, plan, pipeline, marks, stack, order)?;
+            }
+        }
+        stack.pop();
+        marks[i] = Mark::Black;
+        order.push(JobId::Transform(i));
+        Ok(())
+    }
+    for i in 0..n {
+        let mut stack = Vec::new();
+        visit(i, &plan, pipeline, &mut marks, &mut stack, &mut order)?;
+    }
+    plan.order = order;
+    Ok(plan)
+}

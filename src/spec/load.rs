@@ -1,0 +1,425 @@
+//! TOML -> [`Pipeline`], with positions on every error.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::*;
+use crate::error::{Error, Result};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    pipeline: RawPipeline,
+    catalog: Option<RawCatalog>,
+    #[serde(default)]
+    ingest: Vec<RawIngest>,
+    #[serde(default)]
+    transform: Vec<RawTransform>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPipeline {
+    name: Spanned<String>,
+    description: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCatalog {
+    #[serde(rename = "type")]
+    kind: Spanned<String>,
+    name: Option<String>,
+    uri: Option<Spanned<String>>,
+    warehouse: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIngest {
+    table: Spanned<String>,
+    format: Spanned<String>,
+    path: Spanned<OneOrMany>,
+    schema: Spanned<IndexMap<String, Spanned<String>>>,
+    #[serde(default)]
+    partition_by: Vec<Spanned<String>>,
+    on_bad_record: Option<Spanned<String>>,
+    delimiter: Option<Spanned<String>>,
+    quote: Option<Spanned<String>>,
+    header: Option<bool>,
+    null_values: Option<Vec<String>>,
+    target_file_size_mb: Option<Spanned<u64>>,
+    #[allow(dead_code)]
+    description: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTransform {
+    table: Spanned<String>,
+    sql: Spanned<String>,
+    #[serde(default)]
+    partition_by: Vec<Spanned<String>>,
+    target_file_size_mb: Option<Spanned<u64>>,
+    #[allow(dead_code)]
+    description: Option<String>,
+}
+
+/// Lists the pipelines of a project (the stems of `pipelines/*.toml`), sorted.
+pub fn list_pipelines(project_dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(project_dir.join("pipelines"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let p = e.path();
+            (p.extension()? == "toml").then(|| p.file_stem()?.to_str().map(String::from))?
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Loads `pipelines/NAME.toml` of a project and the SQL files it names.
+pub fn load_pipeline(project_dir: &Path, name: &str) -> Result<Pipeline> {
+    let file = project_dir.join("pipelines").join(format!("{name}.toml"));
+    if !file.exists() {
+        let known = list_pipelines(project_dir);
+        return Err(Error::Pipeline {
+            file,
+            message: format!("no pipeline named `{name}`"),
+            hint: Some(if known.is_empty() {
+                format!(
+                    "no pipelines/*.toml under {}; pass --project DIR",
+                    project_dir.display()
+                )
+            } else {
+                format!("pipelines here: {}", known.join(", "))
+            }),
+        });
+    }
+    load_pipeline_file(project_dir, &file)
+}
+
+/// Loads a spec file; relative paths in it resolve against `project_dir`.
+pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
+    let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
+    let at = Positions {
+        file: display_path_in(project_dir, file),
+        text: &text,
+    };
+    let raw: RawSpec = toml::from_str(&text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        at.error(span, e.message().to_string(), None)
+    })?;
+
+    let catalog = match &raw.catalog {
+        None => CatalogConfig::embedded_default(project_dir),
+        Some(c) => match c.kind.get_ref().as_str() {
+            "sql" => {
+                let database = match &c.uri {
+                    None => project_dir.join("warehouse/catalog.db"),
+                    Some(uri) => {
+                        let u = uri.get_ref();
+                        let path = u
+                            .strip_prefix("sqlite://")
+                            .or_else(|| u.strip_prefix("sqlite:"))
+                            .ok_or_else(|| {
+                                at.error(
+                                    uri.span(),
+                                    format!("unsupported catalog uri `{u}`"),
+                                    Some("the embedded catalog takes sqlite://PATH, e.g. sqlite://warehouse/catalog.db".into()),
+                                )
+                            })?;
+                        let path = path.split('?').next().unwrap_or(path);
+                        project_dir.join(path)
+                    }
+                };
+                CatalogConfig::Sql {
+                    name: c.name.clone().unwrap_or_else(|| "default".into()),
+                    database,
+                    warehouse: project_dir.join(c.warehouse.as_deref().unwrap_or("warehouse")),
+                }
+            }
+            other => {
+                return Err(at.error(
+                    c.kind.span(),
+                    format!("unknown catalog type `{other}`"),
+                    Some("supported: \"sql\" (embedded SQLite catalog + local warehouse)".into()),
+                ))
+            }
+        },
+    };
+
+    let mut ingests = Vec::new();
+    for raw_job in &raw.ingest {
+        ingests.push(ingest_job(&at, raw_job)?);
+    }
+    let mut transforms = Vec::new();
+    for raw_job in &raw.transform {
+        transforms.push(transform_job(&at, project_dir, raw_job)?);
+    }
+
+    // Each table has exactly one producer.
+    let mut seen: std::collections::HashMap<String, usize> = Default::default();
+    let outputs = raw
+        .ingest
+        .iter()
+        .map(|j| &j.table)
+        .chain(raw.transform.iter().map(|j| &j.table));
+    for table in outputs {
+        let line = at.line_col(table.span().start).0;
+        if let Some(first) = seen.insert(table.get_ref().clone(), line) {
+            return Err(at.error(
+                table.span(),
+                format!(
+                    "table `{}` is already produced by the job at line {first}",
+                    table.get_ref()
+                ),
+                Some("every table has exactly one producing job".into()),
+            ));
+        }
+    }
+
+    Ok(Pipeline {
+        name: raw.pipeline.name.get_ref().clone(),
+        description: raw.pipeline.description.clone(),
+        file: file.to_path_buf(),
+        project_dir: project_dir.to_path_buf(),
+        catalog,
+        ingests,
+        transforms,
+    })
+}
+
+fn table_name(at: &Positions, raw: &Spanned<String>) -> Result<TableName> {
+    TableName::parse(raw.get_ref()).ok_or_else(|| {
+        at.error(
+            raw.span(),
+            format!("invalid table name `{}`", raw.get_ref()),
+            Some("write namespace.table, e.g. \"bronze.raw_orders\" (letters, digits, _)".into()),
+        )
+    })
+}
+
+fn partition_fields(at: &Positions, raw: &[Spanned<String>]) -> Result<Vec<PartitionField>> {
+    raw.iter()
+        .map(|p| PartitionField::parse(p.get_ref()).map_err(|m| at.error(p.span(), m, None)))
+        .collect()
+}
+
+fn target_size(raw: &Option<Spanned<u64>>, at: &Positions) -> Result<usize> {
+    match raw {
+        None => Ok(DEFAULT_TARGET_FILE_SIZE),
+        Some(mb) if *mb.get_ref() == 0 => Err(at.error(
+            mb.span(),
+            "target_file_size_mb must be at least 1".into(),
+            None,
+        )),
+        Some(mb) => Ok(*mb.get_ref() as usize * 1024 * 1024),
+    }
+}
+
+fn single_byte(
+    at: &Positions,
+    raw: &Option<Spanned<String>>,
+    default: u8,
+    what: &str,
+) -> Result<u8> {
+    match raw {
+        None => Ok(default),
+        Some(s) => match s.get_ref().as_bytes() {
+            [b] => Ok(*b),
+            b"\\t" => Ok(b'\t'),
+            _ => Err(at.error(
+                s.span(),
+                format!("{what} must be one ASCII character, got `{}`", s.get_ref()),
+                None,
+            )),
+        },
+    }
+}
+
+fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
+    let table = table_name(at, &raw.table)?;
+    let format = match raw.format.get_ref().as_str() {
+        "csv" => Format::Csv,
+        "json" | "jsonl" | "ndjson" => Format::Json,
+        other => {
+            return Err(at.error(
+                raw.format.span(),
+                format!("unknown format `{other}`"),
+                Some("format is \"csv\" or \"json\" (newline-delimited)".into()),
+            ))
+        }
+    };
+    let paths = match raw.path.get_ref() {
+        OneOrMany::One(p) => vec![p.clone()],
+        OneOrMany::Many(ps) => ps.clone(),
+    };
+    if paths.is_empty() {
+        return Err(at.error(raw.path.span(), "path lists no files".into(), None));
+    }
+    let mut columns = Vec::new();
+    for (name, ty) in raw.schema.get_ref() {
+        if !is_identifier(name) || name.starts_with('_') {
+            return Err(at.error(
+                ty.span(),
+                format!("invalid column name `{name}`"),
+                Some("column names are letters, digits and _, not starting with _ (reserved for lineage columns)".into()),
+            ));
+        }
+        let text = ty.get_ref().trim();
+        let (type_text, required) = match text.to_ascii_lowercase().strip_suffix("not null") {
+            Some(t) => (t.trim().to_string(), true),
+            None => (text.to_string(), false),
+        };
+        let ty_parsed = ColumnType::parse(&type_text).ok_or_else(|| {
+            at.error(
+                ty.span(),
+                format!("unknown type `{text}` for column `{name}`"),
+                Some(format!(
+                    "types: {TYPE_NAMES}; append `not null` to reject NULLs"
+                )),
+            )
+        })?;
+        columns.push(ColumnSpec {
+            name: name.clone(),
+            ty: ty_parsed,
+            required,
+        });
+    }
+    if columns.is_empty() {
+        return Err(at.error(raw.schema.span(), "schema declares no columns".into(), None));
+    }
+    let partition_by = partition_fields(at, &raw.partition_by)?;
+    for (field, raw_field) in partition_by.iter().zip(&raw.partition_by) {
+        if !columns.iter().any(|c| c.name == field.source) {
+            return Err(at.error(
+                raw_field.span(),
+                format!("partition column `{}` is not in the schema", field.source),
+                Some(format!(
+                    "columns: {}",
+                    columns
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            ));
+        }
+    }
+    let on_bad_record = match raw
+        .on_bad_record
+        .as_ref()
+        .map(|s| (s, s.get_ref().as_str()))
+    {
+        None => BadRecordPolicy::Fail,
+        Some((_, "fail")) => BadRecordPolicy::Fail,
+        Some((_, "quarantine")) => BadRecordPolicy::Quarantine,
+        Some((s, other)) => {
+            return Err(at.error(
+                s.span(),
+                format!("unknown on_bad_record policy `{other}`"),
+                Some("on_bad_record is \"fail\" (default) or \"quarantine\"".into()),
+            ))
+        }
+    };
+    Ok(IngestJob {
+        table,
+        format,
+        paths,
+        columns,
+        partition_by,
+        on_bad_record,
+        csv: CsvOptions {
+            delimiter: single_byte(at, &raw.delimiter, b',', "delimiter")?,
+            quote: single_byte(at, &raw.quote, b'"', "quote")?,
+            header: raw.header.unwrap_or(true),
+        },
+        null_values: raw
+            .null_values
+            .clone()
+            .unwrap_or_else(|| vec![String::new()]),
+        target_file_size: target_size(&raw.target_file_size_mb, at)?,
+        origin: at.origin(raw.table.span()),
+    })
+}
+
+fn transform_job(at: &Positions, project_dir: &Path, raw: &RawTransform) -> Result<TransformJob> {
+    let table = table_name(at, &raw.table)?;
+    let sql_file = project_dir.join(raw.sql.get_ref());
+    let sql = std::fs::read_to_string(&sql_file).map_err(|e| {
+        at.error(
+            raw.sql.span(),
+            format!("cannot read SQL file `{}`: {}", raw.sql.get_ref(), io_reason(&e)),
+            Some("the path is relative to the project directory, e.g. \"sql/retail/silver_orders.sql\"".into()),
+        )
+    })?;
+    Ok(TransformJob {
+        table,
+        sql_file: display_path_in(project_dir, &sql_file),
+        sql,
+        partition_by: partition_fields(at, &raw.partition_by)?,
+        target_file_size: target_size(&raw.target_file_size_mb, at)?,
+        origin: at.origin(raw.table.span()),
+    })
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// `path` relative to the project directory when it is inside it, for short messages.
+pub fn display_path_in(project_dir: &Path, path: &Path) -> PathBuf {
+    path.strip_prefix(project_dir)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Turns byte spans of the spec text into `file:line:col` errors.
+struct Positions<'a> {
+    file: PathBuf,
+    text: &'a str,
+}
+
+impl Positions<'_> {
+    fn line_col(&self, offset: usize) -> (usize, usize) {
+        let before = &self.text[..offset.min(self.text.len())];
+        let line = before.matches('\n').count() + 1;
+        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        (line, col)
+    }
+
+    fn error(&self, span: Range<usize>, message: String, hint: Option<String>) -> Error {
+        let (line, col) = self.line_col(span.start);
+        Error::Spec {
+            file: self.file.clone(),
+            line,
+            col,
+            message,
+            hint,
+        }
+    }
+
+    fn origin(&self, span: Range<usize>) -> Origin {
+        Origin {
+            file: self.file.clone(),
+            line: self.line_col(span.start).0,
+        }
+    }
+}

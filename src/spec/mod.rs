@@ -1,0 +1,170 @@
+//! The pipeline spec: `pipelines/NAME.toml` plus the SQL files it names, loaded into a validated
+//! model. Loading rejects unknown keys, wrong types, unknown column types, bad partition
+//! expressions and missing SQL files with `file:line:col` and a hint; it never touches data.
+
+mod column_type;
+mod load;
+mod partition;
+
+use std::fmt;
+use std::path::PathBuf;
+
+pub use column_type::{ColumnType, TYPE_NAMES};
+pub use load::{display_path_in, list_pipelines, load_pipeline, load_pipeline_file};
+pub use partition::{is_identifier, PartitionField};
+
+/// A table name `namespace.table`, the unit of every job's output.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TableName {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl TableName {
+    /// Parses `ns.table`; both parts must be plain identifiers.
+    pub fn parse(text: &str) -> Option<TableName> {
+        let (ns, name) = text.split_once('.')?;
+        (is_identifier(ns) && is_identifier(name)).then(|| TableName {
+            namespace: ns.to_string(),
+            name: name.to_string(),
+        })
+    }
+
+    /// The quarantine table that receives this table's bad records.
+    pub fn quarantine(&self) -> TableName {
+        TableName {
+            namespace: self.namespace.clone(),
+            name: format!("{}__quarantine", self.name),
+        }
+    }
+
+    /// The Iceberg identifier of this table.
+    pub fn ident(&self) -> iceberg::TableIdent {
+        iceberg::TableIdent::new(
+            iceberg::NamespaceIdent::new(self.namespace.clone()),
+            self.name.clone(),
+        )
+    }
+}
+
+impl fmt::Display for TableName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.namespace, self.name)
+    }
+}
+
+/// Where a job is declared: the spec file and the line of its `table =` key.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub line: usize,
+}
+
+/// A validated pipeline.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    pub name: String,
+    pub description: Option<String>,
+    /// The spec file this was loaded from.
+    pub file: PathBuf,
+    /// The project directory; relative paths in the spec resolve against it.
+    pub project_dir: PathBuf,
+    pub catalog: CatalogConfig,
+    pub ingests: Vec<IngestJob>,
+    pub transforms: Vec<TransformJob>,
+}
+
+/// Which catalog holds the tables.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CatalogConfig {
+    /// The embedded default: an Iceberg SQL catalog in a SQLite file plus a local warehouse folder.
+    Sql {
+        /// Catalog name recorded in the SQLite file (readers must use the same name).
+        name: String,
+        /// Absolute path of the SQLite database file.
+        database: PathBuf,
+        /// Absolute path of the warehouse folder.
+        warehouse: PathBuf,
+    },
+}
+
+impl CatalogConfig {
+    /// The embedded default for a project: `warehouse/catalog.db` and `warehouse/`.
+    pub fn embedded_default(project_dir: &std::path::Path) -> CatalogConfig {
+        let warehouse = project_dir.join("warehouse");
+        CatalogConfig::Sql {
+            name: "default".into(),
+            database: warehouse.join("catalog.db"),
+            warehouse,
+        }
+    }
+}
+
+/// Source file format of an ingest job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Csv,
+    /// Newline-delimited JSON: one object per line.
+    Json,
+}
+
+/// What happens to a record that does not parse against the declared schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadRecordPolicy {
+    /// Stop the run with `file:line: reason`; nothing is published.
+    Fail,
+    /// Send the record to `<table>__quarantine` with its file, line, raw text and reason.
+    Quarantine,
+}
+
+/// One declared column of an ingest job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnSpec {
+    pub name: String,
+    pub ty: ColumnType,
+    /// `not null` in the spec: a NULL makes the record bad.
+    pub required: bool,
+}
+
+/// CSV reading options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CsvOptions {
+    pub delimiter: u8,
+    pub quote: u8,
+    /// The first line names the columns (matched to the schema by name).
+    pub header: bool,
+}
+
+/// An ingest job: source files -> a bronze table.
+#[derive(Debug, Clone)]
+pub struct IngestJob {
+    pub table: TableName,
+    pub format: Format,
+    /// Glob patterns, relative to the project directory unless absolute.
+    pub paths: Vec<String>,
+    pub columns: Vec<ColumnSpec>,
+    pub partition_by: Vec<PartitionField>,
+    pub on_bad_record: BadRecordPolicy,
+    pub csv: CsvOptions,
+    /// Field values read as NULL (after no trimming). Default: the empty string.
+    pub null_values: Vec<String>,
+    pub target_file_size: usize,
+    pub origin: Origin,
+}
+
+/// A transform job: one SQL SELECT -> a silver or gold table (full refresh).
+#[derive(Debug, Clone)]
+pub struct TransformJob {
+    pub table: TableName,
+    pub sql_file: PathBuf,
+    pub sql: String,
+    pub partition_by: Vec<PartitionField>,
+    pub target_file_size: usize,
+    pub origin: Origin,
+}
+
+/// Default target size of a data file: 128 MiB.
+pub const DEFAULT_TARGET_FILE_SIZE: usize = 128 * 1024 * 1024;
+
+/// Lineage columns every bronze row carries, after the declared ones.
+pub const LINEAGE_COLUMNS: [&str; 4] = ["_source_file", "_source_line", "_ingested_at", "_run_id"];

@@ -1,0 +1,233 @@
+//! Transforms: one DataFusion SQL `SELECT` per job, reading only catalog tables.
+//!
+//! [`parse_transform`] checks the SQL is exactly one query and finds the tables it reads (the
+//! dependencies, from DataFusion's parser, never hand-written). [`plan_transform`] plans it
+//! against registered tables; [`run_transform`] streams the result into a staged full refresh.
+
+mod session;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use datafusion::common::TableReference;
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::{DFParser, Statement as DFStatement};
+use datafusion::sql::sqlparser::ast::Statement;
+use futures::StreamExt;
+
+pub use session::{new_session, register_table};
+
+use crate::commit::{prepare_target, stage_overwrite, DesiredColumn, StagedTable};
+use crate::error::{Error, Result};
+use crate::ingest::JobContext;
+use crate::spec::{TableName, TransformJob};
+use crate::write::{iceberg_compatible_schema, TableWriter};
+
+/// A transform's SQL, checked to be one SELECT, with the tables it reads.
+#[derive(Debug, Clone)]
+pub struct ParsedTransform {
+    pub statement: DFStatement,
+    pub inputs: Vec<TableName>,
+}
+
+/// Parses and checks a transform's SQL: exactly one SELECT whose table references are all
+/// `namespace.table`. Errors name the SQL file and, where the parser knows it, the line.
+pub fn parse_transform(job: &TransformJob) -> Result<ParsedTransform> {
+    let sql_error = |line: Option<usize>, message: String| Error::Sql {
+        file: job.sql_file.clone(),
+        line,
+        message,
+    };
+    let mut statements = DFParser::parse_sql(&job.sql)
+        .map_err(|e| sql_error(line_of(&e.to_string()), clean_message(&e)))?;
+    if statements.len() != 1 {
+        return Err(sql_error(
+            None,
+            format!(
+                "a transform is exactly one SELECT statement; found {}",
+                statements.len()
+            ),
+        ));
+    }
+    let statement = statements.pop_front().expect("one statement");
+    let is_query =
+        matches!(&statement, DFStatement::Statement(s) if matches!(**s, Statement::Query(_)));
+    if !is_query {
+        let kind = statement.to_string();
+        let kind: String = kind
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ");
+        return Err(sql_error(
+            None,
+            format!(
+                "a transform must be a SELECT (a query reading catalog tables); found `{kind} ...`"
+            ),
+        ));
+    }
+    let references = SessionContext::new()
+        .state()
+        .resolve_table_references(&statement)
+        .map_err(|e| sql_error(None, clean_message(&e)))?;
+    let mut inputs = Vec::new();
+    for r in references {
+        let name = match &r {
+            TableReference::Partial { schema, table } => {
+                TableName::parse(&format!("{schema}.{table}"))
+            }
+            _ => None,
+        };
+        let name = name.ok_or_else(|| {
+            sql_error(
+                None,
+                format!(
+                    "table `{r}` must be written namespace.table (e.g. bronze.{}); transforms read only catalog tables",
+                    r.table()
+                ),
+            )
+        })?;
+        if !inputs.contains(&name) {
+            inputs.push(name);
+        }
+    }
+    Ok(ParsedTransform { statement, inputs })
+}
+
+/// Plans a parsed transform against the tables registered in `ctx`.
+pub async fn plan_transform(
+    ctx: &SessionContext,
+    job: &TransformJob,
+    parsed: &ParsedTransform,
+) -> Result<LogicalPlan> {
+    ctx.state()
+        .statement_to_plan(parsed.statement.clone())
+        .await
+        .map_err(|e| Error::Sql {
+            file: job.sql_file.clone(),
+            line: e
+                .diagnostic()
+                .and_then(|d| d.span)
+                .map(|s| s.start.line as usize)
+                .or_else(|| line_of(&e.to_string())),
+            message: clean_message(&e),
+        })
+}
+
+/// The columns a planned transform produces, as stored in Iceberg (all nullable).
+pub fn output_columns(job: &TransformJob, plan: &LogicalPlan) -> Result<Vec<DesiredColumn>> {
+    let arrow_schema = plan.schema().as_arrow().clone();
+    let schema = iceberg_compatible_schema(&arrow_schema).map_err(|m| Error::Sql {
+        file: job.sql_file.clone(),
+        line: None,
+        message: m,
+    })?;
+    let mut seen = std::collections::HashSet::new();
+    schema
+        .fields()
+        .iter()
+        .map(|f| {
+            if !seen.insert(f.name().clone()) {
+                return Err(Error::Sql {
+                    file: job.sql_file.clone(),
+                    line: None,
+                    message: format!(
+                        "the SELECT returns two columns named `{}`; alias one of them",
+                        f.name()
+                    ),
+                });
+            }
+            Ok(DesiredColumn {
+                name: f.name().clone(),
+                ty: iceberg::arrow::arrow_type_to_type(f.data_type())?,
+                required: false,
+            })
+        })
+        .collect()
+}
+
+/// What one transform produced (staged, not yet published).
+pub struct TransformOutcome {
+    pub staged: StagedTable,
+}
+
+/// Runs a transform whose inputs are registered in `ctx` and stages a full refresh of its table.
+pub async fn run_transform(
+    ctx: &JobContext,
+    session: &SessionContext,
+    job: &TransformJob,
+    parsed: &ParsedTransform,
+    progress: Arc<AtomicU64>,
+) -> Result<TransformOutcome> {
+    let plan = plan_transform(session, job, parsed).await?;
+    let columns = output_columns(job, &plan)?;
+    let target = prepare_target(
+        &ctx.catalog,
+        &job.table,
+        &columns,
+        &job.partition_by,
+        HashMap::new(),
+    )
+    .await?;
+    let prefix = format!("{}-{}", ctx.run_id, uuid::Uuid::new_v4().simple());
+    let mut writer = TableWriter::new(
+        &job.table.to_string(),
+        &target.metadata,
+        ctx.catalog.file_io().clone(),
+        job.target_file_size,
+        &prefix,
+    )
+    .await?;
+    let mut stream = session
+        .execute_logical_plan(plan)
+        .await?
+        .execute_stream()
+        .await
+        .map_err(|e| exec_error(job, e))?;
+    while let Some(batch) = stream.next().await {
+        let batch = batch.map_err(|e| exec_error(job, e))?;
+        progress.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+        writer.write(batch).await?;
+    }
+    let files = writer.close().await?;
+    let staged = stage_overwrite(
+        target,
+        files,
+        ctx.catalog.file_io(),
+        ctx.snapshot_properties("transform"),
+    )
+    .await?;
+    Ok(TransformOutcome { staged })
+}
+
+fn exec_error(job: &TransformJob, e: DataFusionError) -> Error {
+    Error::Sql {
+        file: job.sql_file.clone(),
+        line: None,
+        message: format!("failed while running: {}", clean_message(&e)),
+    }
+}
+
+/// DataFusion messages without their internal prefixes and backtrace noise.
+fn clean_message(e: &DataFusionError) -> String {
+    let text = e.to_string();
+    let text = text.split("\nBacktrace").next().unwrap_or(&text);
+    for prefix in ["SQL error: ", "Error during planning: ", "Schema error: "] {
+        if let Some(rest) = text.strip_prefix(prefix) {
+            return rest.trim().to_string();
+        }
+    }
+    text.trim().to_string()
+}
+
+/// `... at Line: 3, Column: 5` -> 3.
+fn line_of(message: &str) -> Option<usize> {
+    let rest = &message[message.find("Line: ")? + 6..];
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}

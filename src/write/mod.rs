@@ -1,0 +1,175 @@
+//! Arrow record batches -> partitioned Parquet data files, through iceberg's rolling writers.
+//! Files roll at the job's target size; Parquet is ZSTD-compressed; every batch is cast to the
+//! table's schema (with its field ids) before it is written. Nothing is committed here.
+
+mod normalize;
+
+use std::sync::Arc;
+
+use arrow::array::ArrayRef;
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use iceberg::arrow::{schema_to_arrow_schema, RecordBatchPartitionSplitter};
+use iceberg::io::FileIO;
+use iceberg::spec::{DataFile, DataFileFormat, TableMetadata};
+use iceberg::writer::base_writer::data_file_writer::{DataFileWriter, DataFileWriterBuilder};
+use iceberg::writer::file_writer::location_generator::{
+    DefaultFileNameGenerator, DefaultLocationGenerator,
+};
+use iceberg::writer::file_writer::rolling_writer::RollingFileWriterBuilder;
+use iceberg::writer::file_writer::ParquetWriterBuilder;
+use iceberg::writer::partitioning::fanout_writer::FanoutWriter;
+use iceberg::writer::partitioning::PartitioningWriter;
+use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+pub use normalize::iceberg_compatible_schema;
+
+use crate::error::{Error, Result};
+
+type Builder =
+    DataFileWriterBuilder<ParquetWriterBuilder, DefaultLocationGenerator, DefaultFileNameGenerator>;
+
+enum Inner {
+    Unpartitioned(
+        DataFileWriter<ParquetWriterBuilder, DefaultLocationGenerator, DefaultFileNameGenerator>,
+    ),
+    Partitioned(FanoutWriter<Builder>, RecordBatchPartitionSplitter),
+}
+
+/// Writes the data files of one table version. Call [`write`](Self::write) per batch, then
+/// [`close`](Self::close) to get the files to commit.
+pub struct TableWriter {
+    inner: Inner,
+    schema: SchemaRef,
+    table: String,
+    rows: u64,
+}
+
+/// Rows per Parquet row group: bounds the memory of each open partition writer.
+const ROW_GROUP_ROWS: usize = 128 * 1024;
+
+impl TableWriter {
+    /// A writer for the current schema and default partition spec of `metadata`. File names
+    /// start with `prefix` (unique per run and job), so concurrent runs never collide.
+    pub async fn new(
+        table: &str,
+        metadata: &TableMetadata,
+        file_io: FileIO,
+        target_file_size: usize,
+        prefix: &str,
+    ) -> Result<TableWriter> {
+        let iceberg_schema = metadata.current_schema().clone();
+        let schema = Arc::new(schema_to_arrow_schema(&iceberg_schema)?);
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(
+                ZstdLevel::try_new(1).map_err(|e| Error::table(table, "parquet settings", e))?,
+            ))
+            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+            .build();
+        let parquet = ParquetWriterBuilder::new(props, iceberg_schema.clone());
+        let rolling = RollingFileWriterBuilder::new(
+            parquet,
+            target_file_size,
+            file_io,
+            DefaultLocationGenerator::new(metadata)?,
+            DefaultFileNameGenerator::new(prefix.to_string(), None, DataFileFormat::Parquet),
+        );
+        let builder = DataFileWriterBuilder::new(rolling);
+        let spec = metadata.default_partition_spec();
+        let inner = if spec.is_unpartitioned() {
+            Inner::Unpartitioned(builder.build(None).await?)
+        } else {
+            let splitter = RecordBatchPartitionSplitter::try_new_with_computed_values(
+                iceberg_schema,
+                spec.clone(),
+            )?;
+            Inner::Partitioned(FanoutWriter::new(builder), splitter)
+        };
+        Ok(TableWriter {
+            inner,
+            schema,
+            table: table.to_string(),
+            rows: 0,
+        })
+    }
+
+    /// The Arrow schema (with Iceberg field ids) that written batches are cast to.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Casts `batch` column by column to the table schema and writes it.
+    pub async fn write(&mut self, batch: RecordBatch) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let batch = self.conform(batch)?;
+        self.rows += batch.num_rows() as u64;
+        match &mut self.inner {
+            Inner::Unpartitioned(w) => w.write(batch).await?,
+            Inner::Partitioned(w, splitter) => {
+                for (key, part) in splitter.split(&batch)? {
+                    w.write(key, part).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Finishes every open file and returns the data files written.
+    pub async fn close(self) -> Result<Vec<DataFile>> {
+        Ok(match self.inner {
+            Inner::Unpartitioned(mut w) => w.close().await?,
+            Inner::Partitioned(w, _) => w.close().await?,
+        })
+    }
+
+    fn conform(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        if batch.num_columns() != self.schema.fields().len() {
+            return Err(Error::table_msg(
+                &self.table,
+                format!(
+                    "a batch has {} columns, the table has {}",
+                    batch.num_columns(),
+                    self.schema.fields().len()
+                ),
+            ));
+        }
+        let columns: Vec<ArrayRef> = batch
+            .columns()
+            .iter()
+            .zip(self.schema.fields())
+            .map(|(col, field)| {
+                if col.data_type() == field.data_type() {
+                    Ok(col.clone())
+                } else {
+                    arrow::compute::cast(col, field.data_type()).map_err(|e| {
+                        Error::table(
+                            &self.table,
+                            format!(
+                                "column {} cannot be stored as {}",
+                                field.name(),
+                                field.data_type()
+                            ),
+                            e,
+                        )
+                    })
+                }
+            })
+            .collect::<Result<_>>()?;
+        RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| {
+            Error::table(
+                &self.table,
+                "rows do not fit the table schema (a NULL in a required column?)",
+                e,
+            )
+        })
+    }
+}
