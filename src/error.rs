@@ -35,6 +35,10 @@ pub enum Error {
         message: String,
     },
 
+    /// A transform failed while running (its SQL planned fine).
+    #[error("{}: failed while running: {message}", file.display())]
+    Execution { file: PathBuf, message: String },
+
     /// A source record could not be read under the `fail` policy.
     #[error("{}:{line}: {reason}", file.display())]
     BadRecord {

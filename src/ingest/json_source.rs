@@ -79,8 +79,7 @@ fn decode<'j>(
             }
             Parsed::Null
         } else {
-            let value = json_value(col.ty, raw, &mut strings[i]).map_err(fail)?;
-            value
+            json_value(col.ty, raw, &mut strings[i]).map_err(fail)?
         };
     }
     Ok(())

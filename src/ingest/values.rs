@@ -181,8 +181,7 @@ pub fn parse_timestamp(t: &str) -> Result<i64, String> {
         [sign @ (b'+' | b'-'), hh1, hh2, b':', mm1, mm2] => {
             let hh = digits(&[*hh1, *hh2]).ok_or_else(bad)? as i64;
             let mm = digits(&[*mm1, *mm2]).ok_or_else(bad)? as i64;
-            let s = (hh * 3600 + mm * 60) * if *sign == b'-' { -1 } else { 1 };
-            s
+            (hh * 3600 + mm * 60) * if *sign == b'-' { -1 } else { 1 }
         }
         _ => return Err(bad()),
     };

@@ -70,9 +70,12 @@ pub trait Observer: Send + Sync {
 pub struct Silent;
 impl Observer for Silent {}
 
+/// Jobs in progress: start time and rows so far.
+type RunningJobs = HashMap<TableName, (Instant, Arc<AtomicU64>)>;
+
 enum Outcome {
-    Ingest(crate::ingest::IngestOutcome),
-    Transform(StagedTable, u64),
+    Ingest(Box<crate::ingest::IngestOutcome>),
+    Transform(Box<StagedTable>, u64),
 }
 
 /// Runs the whole pipeline and publishes its tables atomically.
@@ -96,7 +99,7 @@ pub async fn run_pipeline(pipeline: &Pipeline, observer: Arc<dyn Observer>) -> R
     let parsed = Arc::new(validated.plan.transforms.clone());
     let external = Arc::new(validated.external);
     let staged: Arc<Mutex<HashMap<TableName, StagedTable>>> = Default::default();
-    let running: Arc<Mutex<HashMap<TableName, (Instant, Arc<AtomicU64>)>>> = Default::default();
+    let running: Arc<Mutex<RunningJobs>> = Default::default();
 
     let ticker = {
         let running = running.clone();
@@ -165,7 +168,7 @@ pub async fn run_pipeline(pipeline: &Pipeline, observer: Arc<dyn Observer>) -> R
                     let result = match job {
                         JobId::Ingest(i) => run_ingest(&ctx, &pipeline.ingests[i], counter)
                             .await
-                            .map(Outcome::Ingest),
+                            .map(|o| Outcome::Ingest(Box::new(o))),
                         JobId::Transform(i) => {
                             let t = &pipeline.transforms[i];
                             transform_job(&ctx, t, &parsed[i], &external, &staged, counter).await
@@ -216,7 +219,7 @@ pub async fn run_pipeline(pipeline: &Pipeline, observer: Arc<dyn Observer>) -> R
                     staged
                         .lock()
                         .expect("staged lock")
-                        .insert(st.table.clone(), st);
+                        .insert(st.table.clone(), *st);
                     report
                 }
             };
@@ -292,7 +295,7 @@ async fn transform_job(
         register_table(&session, input, Arc::new(provider))?;
     }
     let outcome = run_transform(ctx, &session, job, parsed, counter).await?;
-    Ok(Outcome::Transform(outcome.staged, rows_in))
+    Ok(Outcome::Transform(Box::new(outcome.staged), rows_in))
 }
 
 fn total_records(snapshot: Option<&iceberg::spec::SnapshotRef>) -> u64 {

@@ -112,7 +112,9 @@ pub async fn plan_transform(
                 .diagnostic()
                 .and_then(|d| d.span)
                 .map(|s| s.start.line as usize)
-                .or_else(|| line_of(&e.to_string())),
+                .filter(|l| *l > 0)
+                .or_else(|| line_of(&e.to_string()))
+                .or_else(|| line_of_named_field(&job.sql, &e.to_string())),
             message: clean_message(&e),
         })
 }
@@ -204,10 +206,9 @@ pub async fn run_transform(
 }
 
 fn exec_error(job: &TransformJob, e: DataFusionError) -> Error {
-    Error::Sql {
+    Error::Execution {
         file: job.sql_file.clone(),
-        line: None,
-        message: format!("failed while running: {}", clean_message(&e)),
+        message: clean_message(&e),
     }
 }
 
@@ -221,6 +222,21 @@ fn clean_message(e: &DataFusionError) -> String {
         }
     }
     text.trim().to_string()
+}
+
+/// For `No field named x`, the first line of the SQL that mentions `x` as a word.
+fn line_of_named_field(sql: &str, message: &str) -> Option<usize> {
+    let rest = &message[message.find("No field named ")? + 15..];
+    let qualified = rest.split(". Valid fields").next()?.trim_end_matches('.');
+    let name = qualified.rsplit('.').next()?.trim_matches('"');
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let line = sql.lines().position(|line| {
+        line.match_indices(name).any(|(i, _)| {
+            !is_word(line[..i].chars().next_back())
+                && !is_word(line[i + name.len()..].chars().next())
+        })
+    })?;
+    Some(line + 1)
 }
 
 /// `... at Line: 3, Column: 5` -> 3.

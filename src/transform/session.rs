@@ -11,9 +11,11 @@ use crate::spec::TableName;
 
 /// A session with no tables, no URL tables and no information schema.
 pub fn new_session() -> SessionContext {
-    let config = SessionConfig::new()
+    let mut config = SessionConfig::new()
         .with_information_schema(false)
         .with_default_catalog_and_schema("datafusion", "public");
+    // Keep source positions so planning errors can name the SQL line.
+    config.options_mut().sql_parser.collect_spans = true;
     SessionContext::new_with_config(config)
 }
 

@@ -33,9 +33,15 @@ type Builder =
 
 enum Inner {
     Unpartitioned(
-        DataFileWriter<ParquetWriterBuilder, DefaultLocationGenerator, DefaultFileNameGenerator>,
+        Box<
+            DataFileWriter<
+                ParquetWriterBuilder,
+                DefaultLocationGenerator,
+                DefaultFileNameGenerator,
+            >,
+        >,
     ),
-    Partitioned(FanoutWriter<Builder>, RecordBatchPartitionSplitter),
+    Partitioned(Box<(FanoutWriter<Builder>, RecordBatchPartitionSplitter)>),
 }
 
 /// Writes the data files of one table version. Call [`write`](Self::write) per batch, then
@@ -79,13 +85,13 @@ impl TableWriter {
         let builder = DataFileWriterBuilder::new(rolling);
         let spec = metadata.default_partition_spec();
         let inner = if spec.is_unpartitioned() {
-            Inner::Unpartitioned(builder.build(None).await?)
+            Inner::Unpartitioned(Box::new(builder.build(None).await?))
         } else {
             let splitter = RecordBatchPartitionSplitter::try_new_with_computed_values(
                 iceberg_schema,
                 spec.clone(),
             )?;
-            Inner::Partitioned(FanoutWriter::new(builder), splitter)
+            Inner::Partitioned(Box::new((FanoutWriter::new(builder), splitter)))
         };
         Ok(TableWriter {
             inner,
@@ -114,7 +120,8 @@ impl TableWriter {
         self.rows += batch.num_rows() as u64;
         match &mut self.inner {
             Inner::Unpartitioned(w) => w.write(batch).await?,
-            Inner::Partitioned(w, splitter) => {
+            Inner::Partitioned(parts) => {
+                let (w, splitter) = parts.as_mut();
                 for (key, part) in splitter.split(&batch)? {
                     w.write(key, part).await?;
                 }
@@ -127,7 +134,7 @@ impl TableWriter {
     pub async fn close(self) -> Result<Vec<DataFile>> {
         Ok(match self.inner {
             Inner::Unpartitioned(mut w) => w.close().await?,
-            Inner::Partitioned(w, _) => w.close().await?,
+            Inner::Partitioned(parts) => parts.0.close().await?,
         })
     }
 

@@ -1,0 +1,142 @@
+//! Test harness: a throw-away project directory and the real `pipeline` binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// A project directory in a temp folder, removed when dropped.
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+impl Project {
+    /// An empty project.
+    pub fn empty() -> Project {
+        Project {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// A copy of the repository's retail pipeline, SQL and sample data.
+    pub fn retail() -> Project {
+        let p = Project::empty();
+        for d in ["pipelines", "sql", "sample-data"] {
+            copy_tree(&repo().join(d), &p.path().join(d));
+        }
+        p
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes a file (creating folders) relative to the project.
+    pub fn write(&self, rel: &str, content: &str) {
+        let path = self.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+
+    /// Runs `pipeline --project DIR ARGS...`.
+    pub fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_pipeline"))
+            .arg("--project")
+            .arg(self.path())
+            .args(args)
+            .output()
+            .expect("run the pipeline binary")
+    }
+
+    /// Runs a command that must succeed and returns its `--json` output.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.run(&all);
+        assert!(
+            out.status.success(),
+            "pipeline {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    }
+
+    /// Runs a command that must fail; returns (exit code, stderr from its `error:` line on,
+    /// without the progress lines before it).
+    pub fn fails(&self, args: &[&str]) -> (i32, String) {
+        let out = self.run(args);
+        assert!(
+            !out.status.success(),
+            "pipeline {args:?} should have failed; stdout:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let from = stderr.find("error: ").unwrap_or(0);
+        (
+            out.status.code().unwrap_or(-1),
+            stderr[from..].trim().to_string(),
+        )
+    }
+
+    /// Rows of a query, every value as its display string.
+    pub fn query(&self, sql: &str) -> Vec<Vec<Option<String>>> {
+        rows_of(&self.json(&["query", sql]))
+    }
+
+    /// Rows of a query at a snapshot.
+    pub fn query_as_of(&self, sql: &str, snapshot: i64) -> Vec<Vec<Option<String>>> {
+        rows_of(&self.json(&["query", sql, "--as-of", &snapshot.to_string()]))
+    }
+
+    /// The current snapshot id of a table.
+    pub fn current_snapshot(&self, table: &str) -> i64 {
+        self.json(&["describe", table])["current_snapshot_id"]
+            .as_i64()
+            .expect("table has a snapshot")
+    }
+}
+
+pub fn rows_of(v: &Value) -> Vec<Vec<Option<String>>> {
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_str().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+/// The expected outputs of the retail sample, computed by tests/reference/retail_expected.py
+/// (an independent pure-Python implementation reading the raw files).
+pub fn expected_retail() -> Value {
+    let text = std::fs::read_to_string(repo().join("tests/expected/retail.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    repo()
+}

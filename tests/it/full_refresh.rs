@@ -1,0 +1,82 @@
+//! Full refresh: a second run replaces silver and gold in one overwrite snapshot each, and the
+//! earlier snapshots stay readable with `--as-of`.
+
+use crate::common::Project;
+
+#[test]
+fn second_run_replaces_silver_and_gold_and_keeps_old_snapshots_readable() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    let first_orders = p.current_snapshot("silver.orders");
+    let first_revenue = p.current_snapshot("gold.monthly_revenue");
+    let before = p.query("SELECT * FROM gold.monthly_revenue ORDER BY month");
+
+    // A late file arrives: two April orders by customer 1 (valid), amounts 20.00 and 7.50.
+    p.write(
+        "sample-data/retail/orders/pos_2026-04-02.csv",
+        "order_id,customer_id,order_ts,product,quantity,unit_price,status\n\
+         3001,1,2026-04-01 10:00:00,Tea,4,5.00,shipped\n\
+         3002,1,2026-04-02 11:00:00,Mug,1,7.50,placed\n",
+    );
+    p.json(&["run", "retail"]);
+
+    // Silver is replaced, not appended: 39 + 2 orders.
+    assert_eq!(
+        p.query("SELECT count(*) FROM silver.orders")[0][0].as_deref(),
+        Some("41")
+    );
+    let after = p.query("SELECT * FROM gold.monthly_revenue ORDER BY month");
+    assert_eq!(after.len(), 4);
+    assert_eq!(after[..3], before[..]);
+    assert_eq!(
+        after[3],
+        vec![
+            Some("2026-04-01".into()),
+            Some("2".into()),
+            Some("1".into()),
+            Some("27.50".into())
+        ]
+    );
+
+    // The first version is still there.
+    assert_eq!(
+        p.query_as_of(
+            "SELECT * FROM gold.monthly_revenue ORDER BY month",
+            first_revenue
+        ),
+        before
+    );
+    assert_eq!(
+        p.query_as_of("SELECT count(*) FROM silver.orders", first_orders)[0][0].as_deref(),
+        Some("39")
+    );
+
+    // History: two overwrite snapshots with honest counts, the second parented on the first.
+    let history = p.json(&["history", "silver.orders"]);
+    let snaps = history.as_array().unwrap();
+    assert_eq!(snaps.len(), 2);
+    assert_eq!(snaps[0]["snapshot_id"].as_i64(), Some(first_orders));
+    assert_eq!(snaps[1]["parent_id"].as_i64(), Some(first_orders));
+    assert_eq!(snaps[1]["operation"], "overwrite");
+    assert_eq!(snaps[1]["added_records"], 41);
+    assert_eq!(snaps[1]["deleted_records"], 39);
+    assert_eq!(snaps[1]["total_records"], 41);
+    assert_eq!(snaps[1]["current"], true);
+}
+
+#[test]
+fn as_of_an_unknown_snapshot_is_a_clear_error() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    let (code, stderr) = p.fails(&[
+        "query",
+        "SELECT count(*) FROM gold.monthly_revenue",
+        "--as-of",
+        "42",
+    ]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        "error: --as-of 42: no table in the query has that snapshot; `pipeline history <table>` lists snapshot ids"
+    );
+}

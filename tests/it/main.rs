@@ -1,0 +1,11 @@
+//! Integration tests: the real `pipeline` binary, end to end, on small fixed data, with
+//! expected values computed independently (see each file). One test binary, one file per topic.
+
+mod common;
+
+mod atomic_publish;
+mod full_refresh;
+mod interop;
+mod quarantine;
+mod retail_pipeline;
+mod spec_errors;

@@ -1,0 +1,157 @@
+//! Spec and SQL errors: caught before any work starts, one clear message naming the file,
+//! line and column, exit code 2.
+
+use crate::common::Project;
+
+const INGEST: &str = r#"[pipeline]
+name = "p"
+
+[[ingest]]
+table = "bronze.t"
+format = "csv"
+path = "data/*.csv"
+schema = { id = "long", v = "int" }
+"#;
+
+fn project_with(spec: &str, sql: &[(&str, &str)]) -> Project {
+    let p = Project::empty();
+    p.write("pipelines/p.toml", spec);
+    p.write("data/a.csv", "id,v\n1,2\n");
+    for (path, text) in sql {
+        p.write(path, text);
+    }
+    p
+}
+
+fn error_of(p: &Project, command: &str) -> String {
+    let (code, stderr) = p.fails(&[command, "p"]);
+    assert_eq!(code, 2, "{stderr}");
+    stderr
+}
+
+#[test]
+fn unknown_key_names_file_line_and_column() {
+    let p = project_with(&format!("{INGEST}partiton_by = [\"v\"]\n"), &[]);
+    assert_eq!(
+        error_of(&p, "validate"),
+        "error: pipelines/p.toml:9:1: unknown field `partiton_by`, expected one of `table`, `format`, `path`, `schema`, `partition_by`, `on_bad_record`, `delimiter`, `quote`, `header`, `null_values`, `target_file_size_mb`, `description`"
+    );
+}
+
+#[test]
+fn wrong_value_type_names_the_key() {
+    let p = project_with(&format!("{INGEST}header = \"yes\"\n"), &[]);
+    assert_eq!(
+        error_of(&p, "validate"),
+        "error: pipelines/p.toml:9:10: invalid type: string \"yes\", expected a boolean"
+    );
+}
+
+#[test]
+fn unknown_column_type_gets_a_hint() {
+    let p = project_with(&INGEST.replace("\"long\"", "\"lng\""), &[]);
+    assert_eq!(
+        error_of(&p, "validate"),
+        "error: pipelines/p.toml:8:17: unknown type `lng` for column `id`\n  hint: types: boolean, int, long, float, double, decimal(P,S), string, date, timestamp, timestamptz; append `not null` to reject NULLs"
+    );
+}
+
+#[test]
+fn missing_sql_file_names_the_spec_line() {
+    let spec =
+        format!("{INGEST}\n[[transform]]\ntable = \"silver.t\"\nsql = \"sql/p/missing.sql\"\n");
+    let p = project_with(&spec, &[]);
+    assert_eq!(
+        error_of(&p, "validate"),
+        "error: pipelines/p.toml:12:7: cannot read SQL file `sql/p/missing.sql`: no such file\n  hint: the path is relative to the project directory, e.g. \"sql/retail/silver_orders.sql\""
+    );
+}
+
+#[test]
+fn dependency_cycle_names_its_tables() {
+    let spec = format!(
+        "{INGEST}\n[[transform]]\ntable = \"silver.a\"\nsql = \"sql/p/a.sql\"\n\n[[transform]]\ntable = \"silver.b\"\nsql = \"sql/p/b.sql\"\n"
+    );
+    let p = project_with(
+        &spec,
+        &[
+            (
+                "sql/p/a.sql",
+                "SELECT x.id FROM silver.b x JOIN bronze.t t ON x.id = t.id",
+            ),
+            ("sql/p/b.sql", "SELECT id FROM silver.a"),
+        ],
+    );
+    assert_eq!(
+        error_of(&p, "run"),
+        "error: pipelines/p.toml: dependency cycle: silver.a -> silver.b -> silver.a\n  hint: a transform cannot read, directly or through others, the table it produces"
+    );
+}
+
+#[test]
+fn unknown_table_is_an_error_before_any_work() {
+    let spec = format!("{INGEST}\n[[transform]]\ntable = \"silver.t\"\nsql = \"sql/p/t.sql\"\n");
+    let p = project_with(
+        &spec,
+        &[(
+            "sql/p/t.sql",
+            "SELECT id FROM bronze.t\nUNION ALL\nSELECT id FROM bronze.nowhere",
+        )],
+    );
+    assert_eq!(
+        error_of(&p, "run"),
+        "error: sql/p/t.sql: reads table `bronze.nowhere`, which no job of pipeline `p` produces and which does not exist in the catalog"
+    );
+    assert_eq!(
+        p.json(&["tables"]),
+        serde_json::json!([]),
+        "no work may start"
+    );
+}
+
+#[test]
+fn only_a_select_is_a_transform() {
+    let spec = format!("{INGEST}\n[[transform]]\ntable = \"silver.t\"\nsql = \"sql/p/t.sql\"\n");
+    let p = project_with(
+        &spec,
+        &[("sql/p/t.sql", "CREATE TABLE silver.x AS SELECT 1")],
+    );
+    assert_eq!(
+        error_of(&p, "validate"),
+        "error: sql/p/t.sql: a transform must be a SELECT (a query reading catalog tables); found `CREATE TABLE silver.x ...`"
+    );
+    p.write("sql/p/t.sql", "SELECT * FROM 'data/a.csv'");
+    assert_eq!(
+        error_of(&p, "validate"),
+        "error: sql/p/t.sql: table `data/a.csv` must be written namespace.table (e.g. bronze.data/a.csv); transforms read only catalog tables"
+    );
+}
+
+#[test]
+fn sql_errors_name_the_sql_file_and_line() {
+    let spec = format!("{INGEST}\n[[transform]]\ntable = \"silver.t\"\nsql = \"sql/p/t.sql\"\n");
+    let p = project_with(
+        &spec,
+        &[("sql/p/t.sql", "SELECT id,\n       nope\nFROM bronze.t")],
+    );
+    let err = error_of(&p, "validate");
+    assert!(err.starts_with("error: sql/p/t.sql:2: "), "{err}");
+    assert!(err.contains("nope"), "{err}");
+    p.write("sql/p/t.sql", "SELECT id\nFROM bronze.t\nWHERE id = = 1");
+    let err = error_of(&p, "validate");
+    assert!(err.starts_with("error: sql/p/t.sql:3: "), "{err}");
+}
+
+#[test]
+fn unknown_pipeline_lists_the_known_ones() {
+    let p = project_with(INGEST, &[]);
+    let (code, stderr) = p.fails(&["run", "nope"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {}: no pipeline named `nope`\n  hint: pipelines here: p",
+            p.path().join("pipelines/nope.toml").display()
+        )
+    );
+}
