@@ -64,6 +64,10 @@ pub enum Error {
     #[error("commit conflict on table {table}: {message}; nothing of this run was published")]
     Conflict { table: String, message: String },
 
+    /// A reader's writer went away (it failed; its own error is the one to report).
+    #[error("the table writer stopped")]
+    WriterStopped,
+
     /// The command line asked for something impossible.
     #[error("{0}")]
     Usage(String),

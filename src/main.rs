@@ -377,7 +377,7 @@ fn print_run(report: &RunReport, json: bool) -> Result<()> {
         "\nrun {} of pipeline {}: published {} tables in {:.2}s\n",
         report.run_id,
         report.pipeline,
-        report.jobs.len(),
+        report.tables.len(),
         report.seconds
     );
     let _ = write!(

@@ -159,6 +159,9 @@ pub fn quarantine_columns() -> Vec<DesiredColumn> {
 
 /// Loads every source file of `job` into a staged full refresh of its bronze table (and of its
 /// quarantine table under the `quarantine` policy). `progress` counts rows as they are read.
+///
+/// Files are spread over parallel lanes (one per core, at most one per file); each lane is a
+/// reader thread feeding its own writer task, so decoding and Parquet encoding both scale.
 pub async fn run_ingest(
     ctx: &JobContext,
     job: &IngestJob,
@@ -189,102 +192,157 @@ pub async fn run_ingest(
         ),
         BadRecordPolicy::Fail => None,
     };
-    let prefix = format!("{}-{}", ctx.run_id, uuid::Uuid::new_v4().simple());
-    let mut writer = TableWriter::new(
-        &job.table.to_string(),
-        &target.metadata,
-        catalog.file_io().clone(),
-        job.target_file_size,
-        &prefix,
-    )
-    .await?;
-    let mut q_writer = match &q_target {
-        Some(t) => Some(
-            TableWriter::new(
-                &quarantine_table.to_string(),
-                &t.metadata,
-                catalog.file_io().clone(),
-                job.target_file_size,
-                &prefix,
-            )
-            .await?,
-        ),
-        None => None,
-    };
-    let q_schema = match &q_writer {
-        Some(w) => w.schema().clone(),
-        None => Arc::new(iceberg::arrow::schema_to_arrow_schema(&schema_of(
-            &quarantine_columns(),
-        )?)?),
-    };
+    let q_schema = Arc::new(iceberg::arrow::schema_to_arrow_schema(
+        &q_target
+            .as_ref()
+            .map(|t| t.metadata.current_schema().as_ref().clone())
+            .map_or_else(|| schema_of(&quarantine_columns()), Ok)?,
+    )?);
 
-    let (tx, mut rx) = mpsc::channel::<Message>(4);
-    let sink = RecordSink::new(
-        BatchAssembler::new(writer.schema().clone(), ctx.started_at_micros, &ctx.run_id),
-        QuarantineAssembler::new(q_schema, ctx.started_at_micros, &ctx.run_id),
-        job.on_bad_record,
-        tx,
-        progress,
-    );
-    let reader_job = job.clone();
-    let project_dir = ctx.project_dir.clone();
-    let reader =
-        tokio::task::spawn_blocking(move || read_all(&reader_job, &project_dir, files, sink));
-
-    let mut write_error = None;
-    while let Some(message) = rx.recv().await {
-        let result = match message {
-            Message::Rows(batch) => writer.write(batch).await,
-            Message::Quarantine(batch) => match q_writer.as_mut() {
-                Some(w) => w.write(batch).await,
-                None => Ok(()),
-            },
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let lanes = cores.min(files.len()).max(1);
+    let mut readers = Vec::with_capacity(lanes);
+    let mut writers = Vec::with_capacity(lanes);
+    for lane in 0..lanes {
+        let prefix = format!("{}-{}", ctx.run_id, uuid::Uuid::new_v4().simple());
+        let writer = TableWriter::new(
+            &job.table.to_string(),
+            &target.metadata,
+            catalog.file_io().clone(),
+            job.target_file_size,
+            &prefix,
+        )
+        .await?;
+        let q_writer = match &q_target {
+            Some(t) => Some(
+                TableWriter::new(
+                    &quarantine_table.to_string(),
+                    &t.metadata,
+                    catalog.file_io().clone(),
+                    job.target_file_size,
+                    &prefix,
+                )
+                .await?,
+            ),
+            None => None,
         };
-        if let Err(e) = result {
-            write_error = Some(e);
-            break;
+        let (tx, rx) = mpsc::channel::<Message>(4);
+        let sink = RecordSink::new(
+            BatchAssembler::new(writer.schema().clone(), ctx.started_at_micros, &ctx.run_id),
+            QuarantineAssembler::new(q_schema.clone(), ctx.started_at_micros, &ctx.run_id),
+            job.on_bad_record,
+            tx,
+            progress.clone(),
+        );
+        let lane_files: Vec<(usize, PathBuf)> = files
+            .iter()
+            .cloned()
+            .enumerate()
+            .skip(lane)
+            .step_by(lanes)
+            .collect();
+        let (reader_job, project_dir) = (job.clone(), ctx.project_dir.clone());
+        readers.push(tokio::task::spawn_blocking(move || {
+            read_all(&reader_job, &project_dir, lane_files, sink)
+        }));
+        writers.push(tokio::spawn(write_lane(rx, writer, q_writer)));
+    }
+
+    // A reader's own error (a bad record under `fail`, an unreadable file) explains the run's
+    // failure better than the writer that stopped because of it, and vice versa.
+    let mut stats = Vec::with_capacity(files.len());
+    let mut first_error = None;
+    for reader in readers {
+        match reader.await {
+            Ok(Ok(s)) => stats.extend(s),
+            Ok(Err(Error::WriterStopped)) => {}
+            Ok(Err(e)) => {
+                first_error.get_or_insert(e);
+            }
+            Err(e) => {
+                first_error.get_or_insert(Error::Usage(format!(
+                    "the reader of {} panicked: {e}",
+                    job.table
+                )));
+            }
         }
     }
-    drop(rx);
-    let read_result = reader
-        .await
-        .map_err(|e| Error::Usage(format!("the reader of {} panicked: {e}", job.table)))?;
-    if let Some(e) = write_error {
+    let mut data_files = Vec::new();
+    let mut q_files = Vec::new();
+    for writer in writers {
+        match writer.await {
+            Ok(Ok((d, q))) => {
+                data_files.extend(d);
+                q_files.extend(q);
+            }
+            Ok(Err(e)) => {
+                first_error.get_or_insert(e);
+            }
+            Err(e) => {
+                first_error.get_or_insert(Error::Usage(format!(
+                    "the writer of {} panicked: {e}",
+                    job.table
+                )));
+            }
+        }
+    }
+    if let Some(e) = first_error {
         return Err(e);
     }
-    let file_stats = read_result?;
+    stats.sort_by_key(|(i, _)| *i);
 
-    let data_files = writer.close().await?;
     let staged = stage_overwrite(target, data_files, catalog.file_io(), props.clone()).await?;
-    let quarantine = match (q_target, q_writer) {
-        (Some(t), Some(w)) => {
-            let files = w.close().await?;
-            Some(stage_overwrite(t, files, catalog.file_io(), props).await?)
-        }
-        _ => None,
+    let quarantine = match q_target {
+        Some(t) => Some(stage_overwrite(t, q_files, catalog.file_io(), props).await?),
+        None => None,
     };
     Ok(IngestOutcome {
         staged,
         quarantine,
-        files: file_stats,
+        files: stats.into_iter().map(|(_, s)| s).collect(),
     })
 }
 
+/// Writes the batches of one lane; returns its data files and quarantine files.
+async fn write_lane(
+    mut rx: mpsc::Receiver<Message>,
+    mut writer: TableWriter,
+    mut q_writer: Option<TableWriter>,
+) -> Result<(Vec<iceberg::spec::DataFile>, Vec<iceberg::spec::DataFile>)> {
+    while let Some(message) = rx.recv().await {
+        match message {
+            Message::Rows(batch) => writer.write(batch).await?,
+            Message::Quarantine(batch) => {
+                if let Some(w) = q_writer.as_mut() {
+                    w.write(batch).await?
+                }
+            }
+        }
+    }
+    let data = writer.close().await?;
+    let quarantine = match q_writer {
+        Some(w) => w.close().await?,
+        None => Vec::new(),
+    };
+    Ok((data, quarantine))
+}
+
+/// Reads `files` (with their index in the job's file list) into `sink`, in order.
 fn read_all(
     job: &IngestJob,
     project_dir: &Path,
-    files: Vec<PathBuf>,
+    files: Vec<(usize, PathBuf)>,
     mut sink: RecordSink,
-) -> Result<Vec<FileStats>> {
+) -> Result<Vec<(usize, FileStats)>> {
     let mut stats = Vec::with_capacity(files.len());
-    for (i, path) in files.iter().enumerate() {
+    for (n, (_, path)) in files.iter().enumerate() {
         let display = display_path_in(project_dir, path)
             .to_string_lossy()
             .replace('\\', "/");
         let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let previous = sink.start_file(&display, bytes);
-        if i > 0 {
-            stats.push(previous);
+        if n > 0 {
+            stats.push((files[n - 1].0, previous));
         }
         let shown = PathBuf::from(&display);
         let result = match job.format {
@@ -292,11 +350,9 @@ fn read_all(
             Format::Json => json_source::read_json(job, path, &mut sink),
         };
         result.map_err(|e| relabel(e, path, &shown))?;
-        let (records, bad) = (sink.stats.records, sink.stats.bad);
-        tracing::debug!(records, bad, "read {}", shown.display());
     }
-    if !files.is_empty() {
-        stats.push(sink.start_file("", 0));
+    if let Some((last, _)) = files.last() {
+        stats.push((*last, sink.start_file("", 0)));
     }
     sink.flush()?;
     Ok(stats)

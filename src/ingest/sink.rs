@@ -139,6 +139,6 @@ impl RecordSink {
     fn send(&self, message: Message) -> Result<()> {
         self.tx
             .blocking_send(message)
-            .map_err(|_| Error::Usage("the table writer stopped; see the error above".into()))
+            .map_err(|_| Error::WriterStopped)
     }
 }

@@ -55,6 +55,8 @@ pub struct RunReport {
     pub seconds: f64,
     /// Every table of the run was published in one catalog transaction.
     pub published: bool,
+    /// The tables published (job outputs and quarantine tables), sorted.
+    pub tables: Vec<String>,
     pub jobs: Vec<JobReport>,
 }
 
@@ -245,6 +247,7 @@ pub async fn run_pipeline(pipeline: &Pipeline, observer: Arc<dyn Observer>) -> R
     let mut publication = Publication::default();
     let mut names: Vec<_> = staged.keys().cloned().collect();
     names.sort();
+    let tables = names.iter().map(|t| t.to_string()).collect();
     let mut staged = staged;
     for name in names {
         let table = staged.remove(&name).expect("staged table");
@@ -258,6 +261,7 @@ pub async fn run_pipeline(pipeline: &Pipeline, observer: Arc<dyn Observer>) -> R
         started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         seconds: started.elapsed().as_secs_f64(),
         published: true,
+        tables,
         jobs: reports,
     })
 }

@@ -7,13 +7,7 @@ use crate::common::Project;
 fn a_job_failing_late_publishes_nothing() {
     let p = Project::retail();
     p.json(&["run", "retail"]);
-    let tables: Vec<String> = p
-        .json(&["tables"])
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap().to_string())
-        .collect();
+    let tables = p.tables();
     let before: Vec<i64> = tables.iter().map(|t| p.current_snapshot(t)).collect();
 
     // New source data (so bronze and silver would change), and a last gold job that fails

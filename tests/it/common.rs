@@ -106,6 +106,35 @@ impl Project {
         rows_of(&self.json(&["query", sql, "--as-of", &snapshot.to_string()]))
     }
 
+    /// Every table in the project's catalog, as `pipeline tables` lists them.
+    pub fn tables(&self) -> Vec<String> {
+        self.json(&["tables"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// Reads every table with PyIceberg and DuckDB (tests/interop/read_tables.py): per table
+    /// and reader, the row count and the sum of every integer and decimal column.
+    pub fn independent_readers(&self) -> Value {
+        let warehouse = self.path().join("warehouse");
+        let out = Command::new("python3")
+            .arg(repo().join("tests/interop/read_tables.py"))
+            .arg(warehouse.join("catalog.db"))
+            .arg(&warehouse)
+            .arg("default")
+            .output()
+            .expect("python3 must be installed (see tests/run-all.sh)");
+        assert!(
+            out.status.success(),
+            "the PyIceberg/DuckDB reader failed (pip install -r tests/requirements.txt):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
     /// The current snapshot id of a table.
     pub fn current_snapshot(&self, table: &str) -> i64 {
         self.json(&["describe", table])["current_snapshot_id"]
@@ -134,9 +163,4 @@ pub fn rows_of(v: &Value) -> Vec<Vec<Option<String>>> {
 pub fn expected_retail() -> Value {
     let text = std::fs::read_to_string(repo().join("tests/expected/retail.json")).unwrap();
     serde_json::from_str(&text).unwrap()
-}
-
-/// The repository root.
-pub fn repo_root() -> PathBuf {
-    repo()
 }

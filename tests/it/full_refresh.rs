@@ -62,6 +62,18 @@ fn second_run_replaces_silver_and_gold_and_keeps_old_snapshots_readable() {
     assert_eq!(snaps[1]["deleted_records"], 39);
     assert_eq!(snaps[1]["total_records"], 41);
     assert_eq!(snaps[1]["current"], true);
+
+    // Independent readers honour the DELETED manifest entries of the overwrite: they see the
+    // new version only, not both.
+    let readers = p.independent_readers();
+    for reader in ["pyiceberg", "duckdb"] {
+        assert_eq!(readers["silver.orders"][reader]["rows"], 41, "{reader}");
+        assert_eq!(
+            readers["gold.monthly_revenue"][reader]["rows"], 4,
+            "{reader}"
+        );
+        assert_eq!(readers["bronze.pos_orders"][reader]["rows"], 40, "{reader}");
+    }
 }
 
 #[test]

@@ -3,35 +3,14 @@
 //! and must agree with the engine on row counts and on the sum of every numeric column.
 //! `.ci/run` installs pyiceberg 0.12 and duckdb 1.5.5 with its iceberg extension from PyPI.
 
-use std::process::Command;
-
-use crate::common::{repo_root, Project};
+use crate::common::Project;
 
 #[test]
 fn pyiceberg_and_duckdb_read_every_table_like_the_engine() {
     let p = Project::retail();
     p.json(&["run", "retail"]);
-    let warehouse = p.path().join("warehouse");
-    let out = Command::new("python3")
-        .arg(repo_root().join("tests/interop/read_tables.py"))
-        .arg(warehouse.join("catalog.db"))
-        .arg(&warehouse)
-        .arg("default")
-        .output()
-        .expect("python3 must be installed (see .ci/run)");
-    assert!(
-        out.status.success(),
-        "the PyIceberg/DuckDB reader failed (install: pip install 'pyiceberg[sql-sqlite,pyarrow]==0.12.0' duckdb==1.5.5 duckdb-extension-iceberg==1.5.5 duckdb-extension-avro==1.5.5):\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let readers: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let tables: Vec<String> = p
-        .json(&["tables"])
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap().to_string())
-        .collect();
+    let readers = p.independent_readers();
+    let tables = p.tables();
     assert_eq!(
         tables.len(),
         12,

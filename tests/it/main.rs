@@ -6,6 +6,7 @@ mod common;
 mod atomic_publish;
 mod full_refresh;
 mod interop;
+mod partitioning;
 mod quarantine;
 mod retail_pipeline;
 mod spec_errors;
