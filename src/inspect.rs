@@ -152,7 +152,11 @@ pub async fn query(
         .map_err(|e| usage(format!("query: {e}")))?;
     let statement = match (statements.pop_front(), statements.is_empty()) {
         (Some(s), true) if is_query(&s) => s,
-        _ => return Err(usage("query: pass exactly one SELECT statement".into())),
+        _ => {
+            return Err(usage(
+                "query: pass exactly one SELECT statement (or EXPLAIN [ANALYZE] SELECT ...)".into(),
+            ))
+        }
     };
     let session = new_session();
     let references = session.state().resolve_table_references(&statement)?;
@@ -190,7 +194,13 @@ pub async fn query(
     Ok((schema, batches))
 }
 
+/// A SELECT, or `EXPLAIN [ANALYZE]` of one (to see a query's plan and where its time goes).
 fn is_query(statement: &DFStatement) -> bool {
-    matches!(statement, DFStatement::Statement(s)
-        if matches!(**s, datafusion::sql::sqlparser::ast::Statement::Query(_)))
+    match statement {
+        DFStatement::Statement(s) => {
+            matches!(**s, datafusion::sql::sqlparser::ast::Statement::Query(_))
+        }
+        DFStatement::Explain(e) => is_query(&e.statement),
+        _ => false,
+    }
 }

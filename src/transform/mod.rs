@@ -5,6 +5,7 @@
 //! against registered tables; [`run_transform`] streams the result into a staged full refresh.
 
 mod session;
+mod window_rule;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

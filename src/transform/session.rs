@@ -4,7 +4,10 @@ use std::sync::Arc;
 
 use datafusion::catalog::{MemorySchemaProvider, TableProvider};
 use datafusion::common::TableReference;
+use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
+
+use super::window_rule::StreamingRowNumber;
 
 use crate::error::{Error, Result};
 use crate::spec::TableName;
@@ -16,7 +19,12 @@ pub fn new_session() -> SessionContext {
         .with_default_catalog_and_schema("datafusion", "public");
     // Keep source positions so planning errors can name the SQL line.
     config.options_mut().sql_parser.collect_spans = true;
-    SessionContext::new_with_config(config)
+    let state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .with_physical_optimizer_rule(Arc::new(StreamingRowNumber))
+        .build();
+    SessionContext::new_with_state(state)
 }
 
 /// Makes `provider` readable as `namespace.table`.

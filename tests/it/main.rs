@@ -10,3 +10,4 @@ mod partitioning;
 mod quarantine;
 mod retail_pipeline;
 mod spec_errors;
+mod window_functions;
