@@ -11,8 +11,9 @@ use serde::Serialize;
 
 use crate::catalog::PipelineCatalog;
 use crate::error::{Error, Result};
+use crate::run::total_records;
 use crate::spec::TableName;
-use crate::transform::{new_session, register_table};
+use crate::transform::{new_session, register_table, CountedTable};
 
 /// One column of a table's current schema.
 #[derive(Debug, Serialize)]
@@ -172,15 +173,25 @@ pub async fn query(
             ))
         })?;
         let table = catalog.load_existing(&name).await?;
-        let provider = match as_of {
-            Some(id) if table.metadata().snapshot_by_id(id).is_some() => {
+        let snapshot = match as_of {
+            Some(id) => table.metadata().snapshot_by_id(id).cloned(),
+            None => None,
+        };
+        let rows = total_records(snapshot.as_ref().or(table.metadata().current_snapshot()));
+        let provider = match snapshot {
+            Some(s) => {
                 matched_as_of = true;
-                IcebergStaticTableProvider::try_new_from_table_snapshot(table, id).await
+                IcebergStaticTableProvider::try_new_from_table_snapshot(table, s.snapshot_id())
+                    .await
             }
-            _ => IcebergStaticTableProvider::try_new_from_table(table).await,
+            None => IcebergStaticTableProvider::try_new_from_table(table).await,
         }
         .map_err(|e| Error::table(&name, "cannot read table", e))?;
-        register_table(&session, &name, Arc::new(provider))?;
+        register_table(
+            &session,
+            &name,
+            Arc::new(CountedTable::new(Arc::new(provider), rows)),
+        )?;
     }
     if let (Some(id), false) = (as_of, matched_as_of) {
         return Err(usage(format!(

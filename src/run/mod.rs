@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::ingest::{run_ingest, FileStats, JobContext};
 use crate::plan::JobId;
 use crate::spec::{Pipeline, TableName};
-use crate::transform::{new_session, register_table, run_transform};
+use crate::transform::{new_session, register_table, run_transform, CountedTable};
 
 /// What one job did.
 #[derive(Debug, Clone, Serialize)]
@@ -279,30 +279,30 @@ async fn transform_job(
     for input in &parsed.inputs {
         let staged_input = staged.lock().expect("staged lock").get(input).cloned();
         let table = match staged_input {
-            Some(s) => {
-                rows_in += total_records(s.published_metadata()?.current_snapshot());
-                s.reader(ctx.catalog.file_io())?
-            }
-            None => {
-                let t = external.get(input).cloned().ok_or_else(|| {
-                    Error::Usage(format!(
-                        "internal: input {input} is neither staged nor external"
-                    ))
-                })?;
-                rows_in += total_records(t.metadata().current_snapshot());
-                t
-            }
+            Some(s) => s.reader(ctx.catalog.file_io())?,
+            None => external.get(input).cloned().ok_or_else(|| {
+                Error::Usage(format!(
+                    "internal: input {input} is neither staged nor external"
+                ))
+            })?,
         };
+        let rows = total_records(table.metadata().current_snapshot());
+        rows_in += rows;
         let provider = IcebergStaticTableProvider::try_new_from_table(table)
             .await
             .map_err(|e| Error::table(input, "cannot read table", e))?;
-        register_table(&session, input, Arc::new(provider))?;
+        register_table(
+            &session,
+            input,
+            Arc::new(CountedTable::new(Arc::new(provider), rows)),
+        )?;
     }
     let outcome = run_transform(ctx, &session, job, parsed, counter).await?;
     Ok(Outcome::Transform(Box::new(outcome.staged), rows_in))
 }
 
-fn total_records(snapshot: Option<&iceberg::spec::SnapshotRef>) -> u64 {
+/// `total-records` of a snapshot's summary (0 for no snapshot).
+pub fn total_records(snapshot: Option<&iceberg::spec::SnapshotRef>) -> u64 {
     snapshot
         .and_then(|s| {
             s.summary()

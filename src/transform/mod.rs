@@ -4,6 +4,7 @@
 //! dependencies, from DataFusion's parser, never hand-written). [`plan_transform`] plans it
 //! against registered tables; [`run_transform`] streams the result into a staged full refresh.
 
+mod row_count;
 mod session;
 mod window_rule;
 
@@ -19,6 +20,7 @@ use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::Statement;
 use futures::StreamExt;
 
+pub use row_count::CountedTable;
 pub use session::{new_session, register_table};
 
 use crate::commit::{prepare_target, stage_overwrite, DesiredColumn, StagedTable};
