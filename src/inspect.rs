@@ -13,7 +13,7 @@ use crate::catalog::PipelineCatalog;
 use crate::error::{Error, Result};
 use crate::run::total_records;
 use crate::spec::TableName;
-use crate::transform::{new_session, register_table, CountedTable};
+use crate::transform::{clean_message, new_session, register_table, CountedTable};
 
 /// One column of a table's current schema.
 #[derive(Debug, Serialize)]
@@ -150,7 +150,7 @@ pub async fn query(
 ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
     let usage = |m: String| Error::Usage(m);
     let mut statements = datafusion::sql::parser::DFParser::parse_sql(sql)
-        .map_err(|e| usage(format!("query: {e}")))?;
+        .map_err(|e| usage(format!("query: {}", clean_message(&e))))?;
     let statement = match (statements.pop_front(), statements.is_empty()) {
         (Some(s), true) if is_query(&s) => s,
         _ => {
@@ -198,7 +198,11 @@ pub async fn query(
             "--as-of {id}: no table in the query has that snapshot; `pipeline history <table>` lists snapshot ids"
         )));
     }
-    let plan = session.state().statement_to_plan(statement).await?;
+    let plan = session
+        .state()
+        .statement_to_plan(statement)
+        .await
+        .map_err(|e| usage(format!("query: {}", clean_message(&e))))?;
     let df = session.execute_logical_plan(plan).await?;
     let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
     let batches = df.collect().await?;
