@@ -7,6 +7,7 @@
 
 pub mod catalog;
 pub mod commit;
+pub mod context;
 pub mod error;
 pub mod ingest;
 pub mod inspect;

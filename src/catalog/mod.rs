@@ -144,9 +144,4 @@ impl PipelineCatalog {
         out.sort();
         Ok(out)
     }
-
-    /// A runtime handle for building [`Table`]s outside the catalog.
-    pub fn runtime(&self) -> Result<iceberg::Runtime> {
-        Ok(iceberg::Runtime::try_current()?)
-    }
 }

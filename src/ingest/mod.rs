@@ -23,8 +23,8 @@ pub use sink::FileStats;
 
 use self::batch::{BatchAssembler, QuarantineAssembler};
 use self::sink::{Message, RecordSink};
-use crate::catalog::PipelineCatalog;
 use crate::commit::{prepare_target, schema_of, stage_overwrite, DesiredColumn, StagedTable};
+use crate::context::JobContext;
 use crate::error::{Error, Result};
 use crate::spec::{display_path_in, BadRecordPolicy, Format, IngestJob};
 use crate::write::TableWriter;
@@ -44,27 +44,6 @@ impl IngestOutcome {
     /// Records sent to quarantine.
     pub fn quarantined(&self) -> u64 {
         self.files.iter().map(|f| f.bad).sum()
-    }
-}
-
-/// Run-wide values every job needs.
-pub struct JobContext {
-    pub catalog: Arc<PipelineCatalog>,
-    pub project_dir: PathBuf,
-    pub pipeline: String,
-    pub run_id: String,
-    /// Run start, microseconds since the epoch (the `_ingested_at` of every row).
-    pub started_at_micros: i64,
-}
-
-impl JobContext {
-    /// Snapshot summary properties recorded with every table this run writes.
-    pub fn snapshot_properties(&self, job_kind: &str) -> HashMap<String, String> {
-        HashMap::from([
-            ("pipeline.name".to_string(), self.pipeline.clone()),
-            ("pipeline.run-id".to_string(), self.run_id.clone()),
-            ("pipeline.job".to_string(), job_kind.to_string()),
-        ])
     }
 }
 

@@ -20,8 +20,9 @@ pub use validate::{validate, Validated};
 
 use crate::catalog::Publication;
 use crate::commit::StagedTable;
+use crate::context::JobContext;
 use crate::error::{Error, Result};
-use crate::ingest::{run_ingest, FileStats, JobContext};
+use crate::ingest::{run_ingest, FileStats};
 use crate::plan::JobId;
 use crate::spec::{Pipeline, TableName};
 use crate::transform::{new_session, register_table, run_transform, CountedTable};

@@ -24,8 +24,8 @@ pub use row_count::CountedTable;
 pub use session::{new_session, register_table};
 
 use crate::commit::{prepare_target, stage_overwrite, DesiredColumn, StagedTable};
+use crate::context::JobContext;
 use crate::error::{Error, Result};
-use crate::ingest::JobContext;
 use crate::spec::{TableName, TransformJob};
 use crate::write::{iceberg_compatible_schema, TableWriter};
 

@@ -1,0 +1,28 @@
+//! What every job of a run shares: the catalog, the run's identity and its start time.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::catalog::PipelineCatalog;
+
+/// Run-wide values every job needs.
+pub struct JobContext {
+    pub catalog: Arc<PipelineCatalog>,
+    pub project_dir: PathBuf,
+    pub pipeline: String,
+    pub run_id: String,
+    /// Run start, microseconds since the epoch (the `_ingested_at` of every row).
+    pub started_at_micros: i64,
+}
+
+impl JobContext {
+    /// Snapshot summary properties recorded with every table this run writes.
+    pub fn snapshot_properties(&self, job_kind: &str) -> HashMap<String, String> {
+        HashMap::from([
+            ("pipeline.name".to_string(), self.pipeline.clone()),
+            ("pipeline.run-id".to_string(), self.run_id.clone()),
+            ("pipeline.job".to_string(), job_kind.to_string()),
+        ])
+    }
+}
