@@ -26,3 +26,13 @@ impl JobContext {
         ])
     }
 }
+
+/// A new run id: UTC start time and 8 random hex digits, e.g. `20261130T031105Z-f678e367`.
+/// Sorts by time.
+pub fn new_run_id(started_at: chrono::DateTime<chrono::Utc>) -> String {
+    format!(
+        "{}-{}",
+        started_at.format("%Y%m%dT%H%M%SZ"),
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    )
+}

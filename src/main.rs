@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use pipeline::catalog::PipelineCatalog;
 use pipeline::output::{batches_to_rows, render_table};
-use pipeline::run::{run_pipeline, validate, JobReport, Observer, RunReport};
+use pipeline::run::{rollback, run_pipeline, validate, JobReport, Observer, RunReport};
 use pipeline::spec::{list_pipelines, load_pipeline, CatalogConfig, TableName};
 use pipeline::{inspect, Error, Result};
 
@@ -69,6 +69,26 @@ enum Command {
     History {
         /// namespace.table
         table: String,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// List published runs and rollbacks, oldest first: id, pipeline, tables, undo command.
+    Runs {
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// Show one run: every table it changed, snapshot before and after, rows.
+    RunInfo {
+        /// A run id from `pipeline runs`.
+        run_id: String,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// Undo a run: every table it changed goes back to its previous snapshot, atomically.
+    /// Refused if any of those tables changed after the run (roll back later runs first).
+    Rollback {
+        /// A run id from `pipeline runs`.
+        run_id: String,
         #[arg(long)]
         pipeline: Option<String>,
     },
@@ -301,6 +321,53 @@ async fn main_inner(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::Runs { pipeline } => {
+            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let runs = catalog.runs().await?;
+            if cli.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&runs).unwrap_or_default()
+                );
+            } else {
+                let rows: Vec<Vec<String>> = runs
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.run_id.clone(),
+                            r.pipeline.clone(),
+                            match &r.rolls_back {
+                                Some(id) => format!("rollback of {id}"),
+                                None => r.kind.clone(),
+                            },
+                            r.finished_at.clone(),
+                            r.tables.len().to_string(),
+                            r.undo_command(),
+                        ]
+                    })
+                    .collect();
+                print!(
+                    "{}",
+                    render_table(
+                        &strings(&["run", "pipeline", "kind", "published at", "tables", "undo"]),
+                        &rows
+                    )
+                );
+            }
+            Ok(())
+        }
+        Command::RunInfo { run_id, pipeline } => {
+            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let run = catalog.run(run_id).await?;
+            print_record(&run, cli.json);
+            Ok(())
+        }
+        Command::Rollback { run_id, pipeline } => {
+            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let record = rollback(&catalog, run_id).await?;
+            print_record(&record, cli.json);
+            Ok(())
+        }
         Command::Query {
             sql,
             as_of,
@@ -318,6 +385,50 @@ async fn main_inner(cli: Cli) -> Result<()> {
             Ok(())
         }
     }
+}
+
+fn print_record(run: &pipeline::catalog::RunRecord, json: bool) {
+    if json {
+        println!("{}", serde_json::to_string_pretty(run).unwrap_or_default());
+        return;
+    }
+    println!("run:          {}", run.run_id);
+    println!("pipeline:     {}", run.pipeline);
+    println!("kind:         {}", run.kind);
+    if let Some(id) = &run.rolls_back {
+        println!("rolls back:   {id}");
+    }
+    println!("started at:   {}", run.started_at);
+    println!("published at: {}", run.finished_at);
+    println!("undo with:    {}", run.undo_command());
+    println!();
+    let show = |s: Option<i64>| s.map_or_else(|| "(none)".to_string(), |s| s.to_string());
+    let rows: Vec<Vec<String>> = run
+        .tables
+        .iter()
+        .map(|t| {
+            vec![
+                t.table.clone(),
+                t.operation.clone(),
+                show(t.snapshot_before),
+                show(t.snapshot_after),
+                t.rows.to_string(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        render_table(
+            &strings(&[
+                "table",
+                "operation",
+                "snapshot before",
+                "snapshot after",
+                "rows"
+            ]),
+            &rows
+        )
+    );
 }
 
 fn strings(items: &[&str]) -> Vec<String> {

@@ -2,6 +2,7 @@
 //! warehouse folder), a real `iceberg-catalog-sql` catalog that PyIceberg's `SqlCatalog` reads.
 
 mod publish;
+mod runs;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -16,6 +17,7 @@ use iceberg_catalog_sql::{
 use iceberg_storage_opendal::OpenDalStorageFactory;
 
 pub use publish::{Publication, TableChange};
+pub use runs::{RunRecord, TableRecord};
 
 use crate::error::{Error, Result};
 use crate::spec::{CatalogConfig, TableName};

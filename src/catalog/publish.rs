@@ -9,6 +9,7 @@ use iceberg::MetadataLocation;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection};
 
+use super::runs::{self, RunRecord};
 use super::PipelineCatalog;
 use crate::error::{Error, Result};
 use crate::spec::TableName;
@@ -18,14 +19,17 @@ pub struct TableChange {
     pub table: TableName,
     /// The metadata location the change was staged on; `None` creates the table.
     pub expected_location: Option<String>,
-    /// The metadata to publish (its `main` branch already points at the new snapshot).
-    pub metadata: TableMetadata,
+    /// The metadata to publish (its `main` branch already points at the new snapshot), or
+    /// `None` to drop the table from the catalog (its files stay, for time travel by path).
+    pub metadata: Option<TableMetadata>,
 }
 
-/// A set of table changes published together.
+/// A set of table changes published together, with the record that describes them.
 #[derive(Default)]
 pub struct Publication {
     pub changes: Vec<TableChange>,
+    /// Written in the same transaction as the pointer moves.
+    pub record: Option<RunRecord>,
 }
 
 impl PipelineCatalog {
@@ -35,17 +39,17 @@ impl PipelineCatalog {
         // 1. Write every new metadata file. Until the pointers move, nobody reads them.
         let mut planned = Vec::with_capacity(publication.changes.len());
         for change in &publication.changes {
+            let Some(metadata) = &change.metadata else {
+                planned.push(String::new());
+                continue;
+            };
             let location = match &change.expected_location {
                 Some(current) => MetadataLocation::from_str(current)?
                     .with_next_version()
-                    .with_new_metadata(&change.metadata),
-                None => MetadataLocation::new_with_metadata(
-                    change.metadata.location(),
-                    &change.metadata,
-                ),
+                    .with_new_metadata(metadata),
+                None => MetadataLocation::new_with_metadata(metadata.location(), metadata),
             };
-            change
-                .metadata
+            metadata
                 .write_to(&self.file_io, &location)
                 .await
                 .map_err(|e| Error::table(&change.table, "cannot write table metadata", e))?;
@@ -53,16 +57,24 @@ impl PipelineCatalog {
         }
 
         // 2. Move every pointer in one transaction.
-        let options =
-            SqliteConnectOptions::from_str(&format!("sqlite://{}", self.database.display()))?
-                .busy_timeout(std::time::Duration::from_secs(30));
-        let mut conn = options.connect().await?;
+        let mut conn = self.connect_sqlite().await?;
         let mut tx = conn.begin().await?;
         for (change, new_location) in publication.changes.iter().zip(&planned) {
             let ns = &change.table.namespace;
             let name = &change.table.name;
-            let moved = match &change.expected_location {
-                Some(expected) => sqlx::query(
+            let moved = match (&change.expected_location, &change.metadata) {
+                (Some(expected), None) => sqlx::query(
+                    "DELETE FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? \
+                     AND table_name = ? AND metadata_location = ?",
+                )
+                .bind(&self.name)
+                .bind(ns)
+                .bind(name)
+                .bind(expected)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+                (Some(expected), Some(_)) => sqlx::query(
                     "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? \
                      WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? \
                      AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL) AND metadata_location = ?",
@@ -76,7 +88,7 @@ impl PipelineCatalog {
                 .execute(&mut *tx)
                 .await?
                 .rows_affected(),
-                None => sqlx::query(
+                (None, _) => sqlx::query(
                     "INSERT OR IGNORE INTO iceberg_tables \
                      (catalog_name, table_namespace, table_name, metadata_location, iceberg_type) \
                      VALUES (?, ?, ?, ?, 'TABLE')",
@@ -101,7 +113,18 @@ impl PipelineCatalog {
                 });
             }
         }
+        if let Some(record) = &publication.record {
+            runs::insert(&mut tx, &self.name, record).await?;
+        }
         tx.commit().await?;
         Ok(planned)
+    }
+
+    /// A connection to the catalog database that waits up to 30 s for other writers.
+    pub(super) async fn connect_sqlite(&self) -> Result<sqlx::SqliteConnection> {
+        let options =
+            SqliteConnectOptions::from_str(&format!("sqlite://{}", self.database.display()))?
+                .busy_timeout(std::time::Duration::from_secs(30));
+        Ok(options.connect().await?)
     }
 }

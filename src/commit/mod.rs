@@ -74,7 +74,7 @@ impl StagedTable {
     /// The catalog change that publishes this table.
     pub fn into_change(self) -> Result<TableChange> {
         Ok(TableChange {
-            metadata: self.published_metadata()?,
+            metadata: Some(self.published_metadata()?),
             table: self.table,
             expected_location: self.base_location,
         })

@@ -5,6 +5,7 @@
 //! transaction, or (on any error, in any job) none does. Data files written by a failed run
 //! are never referenced by any table.
 
+mod rollback;
 mod validate;
 
 use std::collections::{HashMap, HashSet};
@@ -16,11 +17,12 @@ use iceberg_datafusion::IcebergStaticTableProvider;
 use serde::Serialize;
 use tokio::task::JoinSet;
 
+pub use rollback::rollback;
 pub use validate::{validate, Validated};
 
-use crate::catalog::Publication;
+use crate::catalog::{Publication, RunRecord, TableRecord};
 use crate::commit::StagedTable;
-use crate::context::JobContext;
+use crate::context::{new_run_id, JobContext};
 use crate::error::{Error, Result};
 use crate::ingest::{run_ingest, FileStats};
 use crate::plan::JobId;
@@ -86,11 +88,7 @@ pub async fn run_pipeline(pipeline: &Pipeline, observer: Arc<dyn Observer>) -> R
     let started = Instant::now();
     let started_at = chrono::Utc::now();
     let validated = validate(pipeline).await?;
-    let run_id = format!(
-        "{}-{}",
-        started_at.format("%Y%m%dT%H%M%SZ"),
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    );
+    let run_id = new_run_id(started_at);
     let ctx = Arc::new(JobContext {
         catalog: validated.catalog.clone(),
         project_dir: pipeline.project_dir.clone(),
@@ -250,10 +248,28 @@ pub async fn run_pipeline(pipeline: &Pipeline, observer: Arc<dyn Observer>) -> R
     names.sort();
     let tables = names.iter().map(|t| t.to_string()).collect();
     let mut staged = staged;
+    let mut record = RunRecord {
+        run_id: run_id.clone(),
+        pipeline: pipeline.name.clone(),
+        kind: "run".into(),
+        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        finished_at: String::new(),
+        rolls_back: None,
+        tables: Vec::new(),
+    };
     for name in names {
         let table = staged.remove(&name).expect("staged table");
+        record.tables.push(TableRecord {
+            table: name.to_string(),
+            operation: "overwrite".into(),
+            snapshot_before: table.metadata.current_snapshot_id(),
+            snapshot_after: Some(table.snapshot_id),
+            rows: table.added_rows,
+        });
         publication.changes.push(table.into_change()?);
     }
+    record.finished_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    publication.record = Some(record);
     validated.catalog.publish(publication).await?;
 
     Ok(RunReport {

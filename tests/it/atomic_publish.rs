@@ -30,6 +30,11 @@ fn a_job_failing_late_publishes_nothing() {
     let after: Vec<i64> = tables.iter().map(|t| p.current_snapshot(t)).collect();
     assert_eq!(before, after, "no table may move when a run fails");
     assert_eq!(
+        p.json(&["runs"]).as_array().unwrap().len(),
+        1,
+        "a failed run leaves no record"
+    );
+    assert_eq!(
         p.query("SELECT count(*) FROM bronze.pos_orders")[0][0].as_deref(),
         Some("38")
     );

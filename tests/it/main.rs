@@ -9,5 +9,6 @@ mod interop;
 mod partitioning;
 mod quarantine;
 mod retail_pipeline;
+mod run_records;
 mod spec_errors;
 mod window_functions;

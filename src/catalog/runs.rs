@@ -1,0 +1,115 @@
+//! Run records: what each run (or rollback) changed, stored in the catalog database itself,
+//! in the same SQLite transaction as the table pointers it describes. A record exists if and
+//! only if its run was published.
+
+use serde::{Deserialize, Serialize};
+use sqlx::sqlite::SqliteConnection;
+use sqlx::Row;
+
+use super::PipelineCatalog;
+use crate::error::{Error, Result};
+
+/// One table a run changed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TableRecord {
+    pub table: String,
+    /// `overwrite` (a job's full refresh), `rollback` or `drop` (rollback of a created table).
+    pub operation: String,
+    /// `main` before the run; `None` when the run created the table.
+    pub snapshot_before: Option<i64>,
+    /// `main` after the run; `None` when the run dropped the table.
+    pub snapshot_after: Option<i64>,
+    /// Rows of the table after the run.
+    pub rows: u64,
+}
+
+/// The durable record of one published run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunRecord {
+    pub run_id: String,
+    pub pipeline: String,
+    /// `run` or `rollback`.
+    pub kind: String,
+    pub started_at: String,
+    pub finished_at: String,
+    /// For a rollback: the run it undid.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rolls_back: Option<String>,
+    pub tables: Vec<TableRecord>,
+}
+
+impl RunRecord {
+    /// The command that undoes this run.
+    pub fn undo_command(&self) -> String {
+        format!("pipeline rollback {}", self.run_id)
+    }
+}
+
+const CREATE: &str = "CREATE TABLE IF NOT EXISTS pipeline_runs (
+    catalog_name VARCHAR(255) NOT NULL,
+    run_id VARCHAR(255) NOT NULL,
+    pipeline VARCHAR(255) NOT NULL,
+    kind VARCHAR(16) NOT NULL,
+    started_at VARCHAR(64) NOT NULL,
+    finished_at VARCHAR(64) NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (catalog_name, run_id))";
+
+/// Inserts `record` on `conn` (inside the publish transaction).
+pub(super) async fn insert(
+    conn: &mut SqliteConnection,
+    catalog: &str,
+    record: &RunRecord,
+) -> Result<()> {
+    sqlx::query(CREATE).execute(&mut *conn).await?;
+    let json = serde_json::to_string(record)
+        .map_err(|e| Error::Usage(format!("cannot encode the run record: {e}")))?;
+    sqlx::query(
+        "INSERT INTO pipeline_runs (catalog_name, run_id, pipeline, kind, started_at, finished_at, record) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(catalog)
+    .bind(&record.run_id)
+    .bind(&record.pipeline)
+    .bind(&record.kind)
+    .bind(&record.started_at)
+    .bind(&record.finished_at)
+    .bind(json)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+impl PipelineCatalog {
+    /// Every run record of this catalog, oldest first.
+    pub async fn runs(&self) -> Result<Vec<RunRecord>> {
+        let mut conn = self.connect_sqlite().await?;
+        sqlx::query(CREATE).execute(&mut conn).await?;
+        let rows = sqlx::query(
+            "SELECT record FROM pipeline_runs WHERE catalog_name = ? ORDER BY finished_at, run_id",
+        )
+        .bind(&self.name)
+        .fetch_all(&mut conn)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let text: String = r.get(0);
+                serde_json::from_str(&text)
+                    .map_err(|e| Error::Usage(format!("unreadable run record: {e}")))
+            })
+            .collect()
+    }
+
+    /// One run record.
+    pub async fn run(&self, run_id: &str) -> Result<RunRecord> {
+        self.runs()
+            .await?
+            .into_iter()
+            .find(|r| r.run_id == run_id)
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "no run `{run_id}` in this catalog; `pipeline runs` lists them"
+                ))
+            })
+    }
+}

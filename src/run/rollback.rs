@@ -1,0 +1,89 @@
+//! `pipeline rollback RUN`: every table the run changed goes back to the snapshot it had
+//! before the run, in one catalog transaction (tables the run created are dropped from the
+//! catalog). Refused, with nothing changed, when any of those tables moved after the run.
+
+use iceberg::spec::{SnapshotReference, SnapshotRetention, MAIN_BRANCH};
+
+use super::total_records;
+use crate::catalog::{PipelineCatalog, Publication, RunRecord, TableChange, TableRecord};
+use crate::context::new_run_id;
+use crate::error::{Error, Result};
+use crate::spec::TableName;
+
+/// Undoes run `run_id` atomically and returns the record of the rollback (itself undoable).
+pub async fn rollback(catalog: &PipelineCatalog, run_id: &str) -> Result<RunRecord> {
+    let started = chrono::Utc::now();
+    let run = catalog.run(run_id).await?;
+    let mut publication = Publication::default();
+    let mut tables = Vec::new();
+    for t in &run.tables {
+        let name = TableName::parse(&t.table)
+            .ok_or_else(|| Error::Usage(format!("run record names a bad table `{}`", t.table)))?;
+        if t.snapshot_after.is_none() {
+            return Err(Error::Usage(format!(
+                "run {run_id} dropped {}; undoing a drop is not supported",
+                t.table
+            )));
+        }
+        let current = catalog.load(&name).await?;
+        let current_snapshot = current
+            .as_ref()
+            .and_then(|c| c.metadata().current_snapshot_id());
+        let Some(current) = current.filter(|_| current_snapshot == t.snapshot_after) else {
+            return Err(Error::Conflict {
+                table: t.table.clone(),
+                message: format!(
+                    "run {run_id} left it at snapshot {}, it is now at {}; roll back the later runs first (`pipeline runs` lists them)",
+                    show(t.snapshot_after),
+                    show(current_snapshot)
+                ),
+            });
+        };
+        let location = current.metadata_location_result()?.to_string();
+        let (metadata, operation, rows) = match t.snapshot_before {
+            Some(before) => {
+                let metadata = current
+                    .metadata()
+                    .clone()
+                    .into_builder(Some(location.clone()))
+                    .set_ref(
+                        MAIN_BRANCH,
+                        SnapshotReference::new(before, SnapshotRetention::branch(None, None, None)),
+                    )?
+                    .build()?
+                    .metadata;
+                let rows = total_records(metadata.current_snapshot());
+                (Some(metadata), "rollback", rows)
+            }
+            None => (None, "drop", 0),
+        };
+        tables.push(TableRecord {
+            table: t.table.clone(),
+            operation: operation.into(),
+            snapshot_before: t.snapshot_after,
+            snapshot_after: t.snapshot_before,
+            rows,
+        });
+        publication.changes.push(TableChange {
+            table: name,
+            expected_location: Some(location),
+            metadata,
+        });
+    }
+    let record = RunRecord {
+        run_id: new_run_id(started),
+        pipeline: run.pipeline.clone(),
+        kind: "rollback".into(),
+        started_at: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        finished_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        rolls_back: Some(run_id.to_string()),
+        tables,
+    };
+    publication.record = Some(record.clone());
+    catalog.publish(publication).await?;
+    Ok(record)
+}
+
+fn show(snapshot: Option<i64>) -> String {
+    snapshot.map_or_else(|| "(no table)".into(), |s| s.to_string())
+}
