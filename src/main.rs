@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use pipeline::catalog::PipelineCatalog;
 use pipeline::output::{batches_to_rows, render_table};
-use pipeline::run::{rollback, run_pipeline, validate, JobReport, Observer, RunReport};
+use pipeline::run::{rollback, run_pipeline, validate, JobReport, LockWait, Observer, RunReport};
 use pipeline::spec::{list_pipelines, load_pipeline, CatalogConfig, TableName};
 use pipeline::{inspect, Error, Result};
 
@@ -49,6 +49,12 @@ enum Command {
     Run {
         /// Pipeline name: pipelines/<PIPELINE>.toml.
         pipeline: String,
+        /// Fail at once if another run of this pipeline is in progress (default: wait for it).
+        #[arg(long)]
+        no_wait: bool,
+        /// How long to wait for another run of this pipeline to finish.
+        #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+        wait_timeout: u64,
     },
     /// Check a pipeline (spec, SQL, dependencies, referenced tables) without running anything.
     Validate { pipeline: String },
@@ -140,12 +146,17 @@ fn main() -> ExitCode {
 async fn main_inner(cli: Cli) -> Result<()> {
     let project = std::path::absolute(&cli.project).map_err(|e| Error::io(&cli.project, e))?;
     match &cli.command {
-        Command::Run { pipeline } => {
+        Command::Run {
+            pipeline,
+            no_wait,
+            wait_timeout,
+        } => {
             let spec = load_pipeline(&project, pipeline)?;
             let observer = Arc::new(Progress {
                 tty: std::io::stderr().is_terminal(),
             });
-            let report = run_pipeline(&spec, observer).await?;
+            let wait = LockWait((!no_wait).then(|| std::time::Duration::from_secs(*wait_timeout)));
+            let report = run_pipeline(&spec, observer, wait).await?;
             print_run(&report, cli.json)
         }
         Command::Validate { pipeline } => {
@@ -529,6 +540,9 @@ impl Observer for Progress {
             "  finished  {:<9} {}: {} rows in, {} rows out, {} quarantined, {} files, {} bytes, {:.2}s",
             r.job, r.table, r.rows_in, r.rows_out, r.quarantined, r.files, r.bytes, r.seconds
         );
+    }
+    fn waiting_for(&self, holder: &str) {
+        eprintln!("  waiting   another run of this pipeline is in progress ({holder})");
     }
     fn publishing(&self, tables: usize) {
         eprintln!("  publishing {tables} tables in one catalog transaction");

@@ -5,6 +5,7 @@
 //! transaction, or (on any error, in any job) none does. Data files written by a failed run
 //! are never referenced by any table.
 
+mod lock;
 mod rollback;
 mod validate;
 
@@ -17,6 +18,7 @@ use iceberg_datafusion::IcebergStaticTableProvider;
 use serde::Serialize;
 use tokio::task::JoinSet;
 
+pub use lock::{lock_path, LockWait};
 pub use rollback::rollback;
 pub use validate::{validate, Validated};
 
@@ -69,6 +71,8 @@ pub trait Observer: Send + Sync {
     fn job_progress(&self, _table: &TableName, _rows: u64, _seconds: f64) {}
     fn job_finished(&self, _report: &JobReport) {}
     fn publishing(&self, _tables: usize) {}
+    /// Another run of the pipeline holds the lock; this run waits for it.
+    fn waiting_for(&self, _holder: &str) {}
 }
 
 /// An observer that shows nothing.
@@ -84,10 +88,28 @@ enum Outcome {
 }
 
 /// Runs the whole pipeline and publishes its tables atomically.
-pub async fn run_pipeline(pipeline: &Pipeline, observer: Arc<dyn Observer>) -> Result<RunReport> {
+///
+/// Runs of the same pipeline on the same catalog are serialized: a second run waits for the
+/// first (up to `wait`), or fails at once when `wait` is `LockWait(None)`.
+pub async fn run_pipeline(
+    pipeline: &Pipeline,
+    observer: Arc<dyn Observer>,
+    wait: LockWait,
+) -> Result<RunReport> {
+    let mut validated = validate(pipeline).await?;
+    let database = validated.catalog.database().to_path_buf();
+    let (name, waiter) = (pipeline.name.clone(), observer.clone());
+    let lock = tokio::task::spawn_blocking(move || {
+        lock::acquire(&database, &name, wait, |holder| waiter.waiting_for(holder))
+    })
+    .await
+    .map_err(|e| Error::Usage(format!("lock task failed: {e}")))??;
+    if lock.waited {
+        // Tables moved while this run waited: read them again.
+        validated = validate(pipeline).await?;
+    }
     let started = Instant::now();
     let started_at = chrono::Utc::now();
-    let validated = validate(pipeline).await?;
     let run_id = new_run_id(started_at);
     let ctx = Arc::new(JobContext {
         catalog: validated.catalog.clone(),
@@ -271,6 +293,7 @@ pub async fn run_pipeline(pipeline: &Pipeline, observer: Arc<dyn Observer>) -> R
     record.finished_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     publication.record = Some(record);
     validated.catalog.publish(publication).await?;
+    drop(lock);
 
     Ok(RunReport {
         run_id,

@@ -4,6 +4,9 @@
 
 use iceberg::spec::{SnapshotReference, SnapshotRetention, MAIN_BRANCH};
 
+use std::time::Duration;
+
+use super::lock::LockWait;
 use super::total_records;
 use crate::catalog::{PipelineCatalog, Publication, RunRecord, TableChange, TableRecord};
 use crate::context::new_run_id;
@@ -12,8 +15,20 @@ use crate::spec::TableName;
 
 /// Undoes run `run_id` atomically and returns the record of the rollback (itself undoable).
 pub async fn rollback(catalog: &PipelineCatalog, run_id: &str) -> Result<RunRecord> {
-    let started = chrono::Utc::now();
     let run = catalog.run(run_id).await?;
+    // A rollback is a run of its pipeline: it waits for a run in progress to finish.
+    let (database, name) = (catalog.database().to_path_buf(), run.pipeline.clone());
+    let _lock = tokio::task::spawn_blocking(move || {
+        super::lock::acquire(
+            &database,
+            &name,
+            LockWait(Some(Duration::from_secs(3600))),
+            |_| {},
+        )
+    })
+    .await
+    .map_err(|e| Error::Usage(format!("lock task failed: {e}")))??;
+    let started = chrono::Utc::now();
     let mut publication = Publication::default();
     let mut tables = Vec::new();
     for t in &run.tables {

@@ -4,6 +4,7 @@
 mod common;
 
 mod atomic_publish;
+mod concurrency;
 mod full_refresh;
 mod interop;
 mod partitioning;

@@ -1,0 +1,102 @@
+//! One run of a pipeline at a time per catalog: an OS file lock next to the catalog database.
+//! The operating system releases it when the holder exits, however it exits (a killed run
+//! leaves no stale lock to clean up). The holder's pid and start time are written into the
+//! file so a waiting run can say whom it waits for.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+
+/// A held run lock; released on drop.
+pub struct RunLock {
+    _file: File,
+    /// Another run held the lock first and this one waited for it.
+    pub waited: bool,
+}
+
+/// How long to wait for another run of the same pipeline to finish; `None` fails at once.
+#[derive(Debug, Clone, Copy)]
+pub struct LockWait(pub Option<Duration>);
+
+/// The lock file of `pipeline` for the catalog at `database`.
+pub fn lock_path(database: &Path, pipeline: &str) -> PathBuf {
+    let mut name = database.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{pipeline}.lock"));
+    database.with_file_name(name)
+}
+
+/// Takes the run lock of `pipeline`, waiting as `wait` says. `on_wait` is called once, with
+/// the holder's description, if the lock is busy.
+pub fn acquire(
+    database: &Path,
+    pipeline: &str,
+    wait: LockWait,
+    on_wait: impl FnOnce(&str),
+) -> Result<RunLock> {
+    let path = lock_path(database, pipeline);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    let started = Instant::now();
+    let mut on_wait = Some(on_wait);
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(TryLockError::WouldBlock) => {
+                let holder = holder(&mut file);
+                match wait.0 {
+                    Some(limit) if started.elapsed() < limit => {
+                        if let Some(f) = on_wait.take() {
+                            f(&holder);
+                        }
+                        std::thread::sleep(Duration::from_millis(200));
+                    }
+                    Some(limit) => {
+                        return Err(Error::Usage(format!(
+                            "pipeline {pipeline} is still running ({holder}) after waiting {}s; try again later or raise --wait-timeout",
+                            limit.as_secs()
+                        )))
+                    }
+                    None => {
+                        return Err(Error::Usage(format!(
+                            "pipeline {pipeline} is already running ({holder}); wait for it, or run without --no-wait to queue behind it"
+                        )))
+                    }
+                }
+            }
+            Err(TryLockError::Error(e)) => return Err(Error::io(&path, e)),
+        }
+    }
+    let me = format!(
+        "pid {} since {}",
+        std::process::id(),
+        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    file.set_len(0).map_err(|e| Error::io(&path, e))?;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| Error::io(&path, e))?;
+    file.write_all(me.as_bytes())
+        .map_err(|e| Error::io(&path, e))?;
+    Ok(RunLock {
+        _file: file,
+        waited: on_wait.is_none(),
+    })
+}
+
+fn holder(file: &mut File) -> String {
+    let mut text = String::new();
+    let _ = file.seek(SeekFrom::Start(0));
+    let _ = file.read_to_string(&mut text);
+    if text.trim().is_empty() {
+        "another process".into()
+    } else {
+        text.trim().to_string()
+    }
+}
