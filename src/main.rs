@@ -536,6 +536,13 @@ impl Observer for Progress {
         eprintln!("  running   {table}: {rows} rows after {seconds:.0}s");
     }
     fn job_finished(&self, r: &JobReport) {
+        if r.job == "ingest" && r.rows_in == 0 && r.already_loaded > 0 {
+            eprintln!(
+                "  finished  ingest    {}: nothing new ({} files already loaded)",
+                r.table, r.already_loaded
+            );
+            return;
+        }
         eprintln!(
             "  finished  {:<9} {}: {} rows in, {} rows out, {} quarantined, {} files, {} bytes, {:.2}s",
             r.job, r.table, r.rows_in, r.rows_out, r.quarantined, r.files, r.bytes, r.seconds

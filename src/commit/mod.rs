@@ -14,7 +14,7 @@
 mod overwrite;
 mod target;
 
-pub use overwrite::stage_overwrite;
+pub use overwrite::{stage_overwrite, stage_snapshot, WriteMode};
 pub use target::{prepare_target, schema_of, DesiredColumn, TableTarget};
 
 use std::sync::Arc;

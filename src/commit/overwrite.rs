@@ -1,5 +1,7 @@
-//! The overwrite snapshot: new files ADDED, every live file of the current snapshot DELETED in
-//! rewritten manifests (sequence numbers preserved), honest summary counts and totals.
+//! The two snapshots a job produces. Overwrite: new files ADDED, every live file of the current
+//! snapshot DELETED in rewritten manifests (sequence numbers preserved). Append: new files
+//! ADDED, every live manifest of the current snapshot carried over untouched (commit cost grows
+//! with what changed, not with the table). Both with honest summary counts and totals.
 
 use std::collections::HashMap;
 
@@ -13,6 +15,15 @@ use uuid::Uuid;
 use super::{StagedTable, TableTarget};
 use crate::error::{Error, Result};
 
+/// How a staged snapshot relates to the table's current content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// The new files replace everything.
+    Overwrite,
+    /// The new files are added to what is there.
+    Append,
+}
+
 /// Stages a snapshot that replaces the whole content of `target` with `files`. The snapshot is
 /// added to the metadata but `main` is not moved: see [`StagedTable::into_change`].
 pub async fn stage_overwrite(
@@ -20,6 +31,17 @@ pub async fn stage_overwrite(
     files: Vec<DataFile>,
     file_io: &FileIO,
     properties: HashMap<String, String>,
+) -> Result<StagedTable> {
+    stage_snapshot(target, files, file_io, properties, WriteMode::Overwrite).await
+}
+
+/// Stages a snapshot of `mode` adding `files` to `target`; `main` is not moved.
+pub async fn stage_snapshot(
+    target: TableTarget,
+    files: Vec<DataFile>,
+    file_io: &FileIO,
+    properties: HashMap<String, String>,
+    mode: WriteMode,
 ) -> Result<StagedTable> {
     let TableTarget {
         table,
@@ -84,6 +106,12 @@ pub async fn stage_overwrite(
             .map_err(|e| Error::table(&table, "cannot read the current manifest list", e))?;
         let list = ManifestList::parse_with_version(&bytes, metadata.format_version())?;
         for manifest_file in list.entries() {
+            if mode == WriteMode::Append {
+                if manifest_file.has_added_files() || manifest_file.has_existing_files() {
+                    manifests.push(manifest_file.clone());
+                }
+                continue;
+            }
             let manifest = manifest_file.load_manifest(file_io).await?;
             let live: Vec<_> = manifest.entries().iter().filter(|e| e.is_alive()).collect();
             if live.is_empty() {
@@ -179,7 +207,10 @@ pub async fn stage_overwrite(
         .with_timestamp_ms(chrono::Utc::now().timestamp_millis())
         .with_manifest_list(manifest_list_path)
         .with_summary(Summary {
-            operation: Operation::Overwrite,
+            operation: match mode {
+                WriteMode::Overwrite => Operation::Overwrite,
+                WriteMode::Append => Operation::Append,
+            },
             additional_properties: props,
         })
         .with_schema_id(metadata.current_schema_id())

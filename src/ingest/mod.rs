@@ -8,6 +8,7 @@
 mod batch;
 mod csv_source;
 mod json_source;
+pub mod ledger;
 mod sink;
 pub mod values;
 
@@ -23,7 +24,9 @@ pub use sink::FileStats;
 
 use self::batch::{BatchAssembler, QuarantineAssembler};
 use self::sink::{Message, RecordSink};
-use crate::commit::{prepare_target, schema_of, stage_overwrite, DesiredColumn, StagedTable};
+use crate::commit::{
+    prepare_target, schema_of, stage_snapshot, DesiredColumn, StagedTable, WriteMode,
+};
 use crate::context::JobContext;
 use crate::error::{Error, Result};
 use crate::spec::{display_path_in, BadRecordPolicy, Format, IngestJob};
@@ -31,8 +34,14 @@ use crate::write::TableWriter;
 
 /// What one ingest job produced (staged, not yet published).
 pub struct IngestOutcome {
-    pub staged: StagedTable,
+    pub table: crate::spec::TableName,
+    /// The append snapshot; `None` when every source file was already loaded.
+    pub staged: Option<StagedTable>,
     pub quarantine: Option<StagedTable>,
+    /// The table's current snapshot before this run.
+    pub current_snapshot: Option<i64>,
+    /// Source files skipped because an earlier snapshot loaded them.
+    pub already_loaded: usize,
     pub files: Vec<FileStats>,
 }
 
@@ -136,8 +145,10 @@ pub fn quarantine_columns() -> Vec<DesiredColumn> {
     ]
 }
 
-/// Loads every source file of `job` into a staged full refresh of its bronze table (and of its
-/// quarantine table under the `quarantine` policy). `progress` counts rows as they are read.
+/// Loads the source files of `job` that its table has not loaded yet into a staged append
+/// snapshot of its bronze table (and of its quarantine table under the `quarantine` policy),
+/// recording them in the snapshot's file ledger. A file the table loaded before whose content
+/// changed stops the run. `progress` counts rows as they are read.
 ///
 /// Files are spread over parallel lanes (one per core, at most one per file); each lane is a
 /// reader thread feeding its own writer task, so decoding and Parquet encoding both scale.
@@ -157,7 +168,63 @@ pub async fn run_ingest(
         HashMap::new(),
     )
     .await?;
+    // Exactly once: skip files recorded on the table's history; refuse changed ones.
+    let ledger = ledger::loaded_files(&target.metadata);
+    let project_dir = ctx.project_dir.clone();
+    let found = files.clone();
+    let fingerprints = tokio::task::spawn_blocking(move || {
+        found
+            .iter()
+            .map(|p| {
+                let shown = display_path_in(&project_dir, p)
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                ledger::fingerprint(p, &shown)
+            })
+            .collect::<Result<Vec<_>>>()
+    })
+    .await
+    .map_err(|e| Error::Usage(format!("fingerprinting failed: {e}")))??;
+    let mut new_files = Vec::new();
+    let mut new_prints = Vec::new();
+    for (path, print) in files.iter().zip(fingerprints) {
+        match ledger.get(&print.path) {
+            None => {
+                new_files.push(path.clone());
+                new_prints.push(print);
+            }
+            Some((old, _)) if old.sha256 == print.sha256 => {}
+            Some((old, snapshot)) => {
+                return Err(Error::Input {
+                    path: PathBuf::from(&print.path),
+                    message: format!(
+                        "changed since {} loaded it in snapshot {snapshot} (size {} -> {}, different SHA-256); its old rows are in {}. Restore the file, or deliver the new content under a new file name",
+                        job.table, old.size, print.size, job.table
+                    ),
+                });
+            }
+        }
+    }
+    let already_loaded = files.len() - new_files.len();
+    let current_snapshot = target.metadata.current_snapshot_id();
     let quarantine_table = job.table.quarantine();
+    if new_files.is_empty() && target.base_location.is_some() {
+        return Ok(IngestOutcome {
+            table: job.table.clone(),
+            staged: None,
+            quarantine: None,
+            current_snapshot,
+            already_loaded,
+            files: Vec::new(),
+        });
+    }
+    let files = new_files;
+    let mut props = props;
+    props.insert(
+        ledger::LEDGER_KEY.to_string(),
+        serde_json::to_string(&new_prints)
+            .map_err(|e| Error::Usage(format!("cannot encode the file ledger: {e}")))?,
+    );
     let q_target = match job.on_bad_record {
         BadRecordPolicy::Quarantine => Some(
             prepare_target(
@@ -270,14 +337,27 @@ pub async fn run_ingest(
     }
     stats.sort_by_key(|(i, _)| *i);
 
-    let staged = stage_overwrite(target, data_files, catalog.file_io(), props.clone()).await?;
+    let staged = stage_snapshot(
+        target,
+        data_files,
+        catalog.file_io(),
+        props.clone(),
+        WriteMode::Append,
+    )
+    .await?;
     let quarantine = match q_target {
-        Some(t) => Some(stage_overwrite(t, q_files, catalog.file_io(), props).await?),
-        None => None,
+        // A quarantine snapshot only when there is something to add (or the table is new).
+        Some(t) if !q_files.is_empty() || t.base_location.is_none() => {
+            Some(stage_snapshot(t, q_files, catalog.file_io(), props, WriteMode::Append).await?)
+        }
+        _ => None,
     };
     Ok(IngestOutcome {
-        staged,
+        table: job.table.clone(),
+        staged: Some(staged),
         quarantine,
+        current_snapshot,
+        already_loaded,
         files: stats.into_iter().map(|(_, s)| s).collect(),
     })
 }

@@ -44,7 +44,10 @@ pub struct JobReport {
     /// Data files written.
     pub files: u64,
     pub bytes: u64,
+    /// The table's snapshot after the run (unchanged when the job had nothing new).
     pub snapshot_id: i64,
+    /// Source files skipped because the table already loaded them (ingest only).
+    pub already_loaded: usize,
     pub seconds: f64,
     /// Per source file counts (ingest only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -207,15 +210,20 @@ pub async fn run_pipeline(
                 joined.map_err(|e| Error::Usage(format!("a job panicked: {e}")))?;
             let report = match outcome? {
                 Outcome::Ingest(o) => {
+                    let new = o.staged.as_ref();
                     let report = JobReport {
                         job: "ingest".into(),
-                        table: o.staged.table.to_string(),
+                        table: o.table.to_string(),
                         rows_in: o.records(),
-                        rows_out: o.staged.added_rows,
+                        rows_out: new.map_or(0, |s| s.added_rows),
                         quarantined: o.quarantined(),
-                        files: o.staged.added_files,
-                        bytes: o.staged.added_bytes,
-                        snapshot_id: o.staged.snapshot_id,
+                        files: new.map_or(0, |s| s.added_files),
+                        bytes: new.map_or(0, |s| s.added_bytes),
+                        snapshot_id: new
+                            .map(|s| s.snapshot_id)
+                            .or(o.current_snapshot)
+                            .unwrap_or_default(),
+                        already_loaded: o.already_loaded,
                         seconds,
                         sources: o.files.clone(),
                     };
@@ -223,7 +231,9 @@ pub async fn run_pipeline(
                     if let Some(q) = o.quarantine {
                         s.insert(q.table.clone(), q);
                     }
-                    s.insert(o.staged.table.clone(), o.staged);
+                    if let Some(new) = o.staged {
+                        s.insert(new.table.clone(), new);
+                    }
                     report
                 }
                 Outcome::Transform(st, rows_in) => {
@@ -233,6 +243,7 @@ pub async fn run_pipeline(
                         rows_in,
                         rows_out: st.added_rows,
                         quarantined: 0,
+                        already_loaded: 0,
                         files: st.added_files,
                         bytes: st.added_bytes,
                         snapshot_id: st.snapshot_id,
@@ -320,11 +331,11 @@ async fn transform_job(
         let staged_input = staged.lock().expect("staged lock").get(input).cloned();
         let table = match staged_input {
             Some(s) => s.reader(ctx.catalog.file_io())?,
-            None => external.get(input).cloned().ok_or_else(|| {
-                Error::Usage(format!(
-                    "internal: input {input} is neither staged nor external"
-                ))
-            })?,
+            // External, or produced by this pipeline but unchanged in this run.
+            None => match external.get(input) {
+                Some(t) => t.clone(),
+                None => ctx.catalog.load_existing(input).await?,
+            },
         };
         let rows = total_records(table.metadata().current_snapshot());
         rows_in += rows;

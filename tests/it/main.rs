@@ -5,6 +5,7 @@ mod common;
 
 mod atomic_publish;
 mod concurrency;
+mod exactly_once;
 mod full_refresh;
 mod interop;
 mod partitioning;

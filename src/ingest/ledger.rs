@@ -1,0 +1,73 @@
+//! The file ledger that makes ingest exactly-once. Every bronze snapshot records, in its
+//! summary and so in the same commit as the rows, the source files it loaded (path, size,
+//! modification time, SHA-256). A run loads only files that no snapshot on the table's `main`
+//! ancestry recorded; a recorded file whose content changed stops the run.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+
+use iceberg::spec::TableMetadata;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// Snapshot summary key holding the JSON list of files a snapshot loaded.
+pub const LEDGER_KEY: &str = "pipeline.loaded-files";
+
+/// One loaded source file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LoadedFile {
+    /// As matched, relative to the project.
+    pub path: String,
+    pub size: u64,
+    /// RFC 3339, when the file system tells.
+    pub modified: Option<String>,
+    pub sha256: String,
+}
+
+/// Fingerprints a source file (reads it once).
+pub fn fingerprint(path: &Path, shown: &str) -> Result<LoadedFile> {
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    let digest = hasher.finalize();
+    Ok(LoadedFile {
+        path: shown.to_string(),
+        size: meta.len(),
+        modified: meta.modified().ok().map(|t| {
+            chrono::DateTime::<chrono::Utc>::from(t)
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        }),
+        sha256: digest.iter().map(|b| format!("{b:02x}")).collect(),
+    })
+}
+
+/// Every file recorded on the `main` ancestry of `metadata`, with the snapshot that loaded it.
+pub fn loaded_files(metadata: &TableMetadata) -> HashMap<String, (LoadedFile, i64)> {
+    let mut out = HashMap::new();
+    let mut next = metadata.current_snapshot().cloned();
+    while let Some(snapshot) = next {
+        if let Some(text) = snapshot.summary().additional_properties.get(LEDGER_KEY) {
+            if let Ok(files) = serde_json::from_str::<Vec<LoadedFile>>(text) {
+                for f in files {
+                    out.entry(f.path.clone())
+                        .or_insert((f, snapshot.snapshot_id()));
+                }
+            }
+        }
+        next = snapshot
+            .parent_snapshot_id()
+            .and_then(|id| metadata.snapshot_by_id(id).cloned());
+    }
+    out
+}
