@@ -1,15 +1,29 @@
-//! Snapshot production. iceberg 0.10 only fast-appends, so the overwrite snapshot is ours:
+//! Snapshot production and the commit protocol of a run.
+//!
+//! iceberg 0.10 only fast-appends, so the snapshots are ours: an **append** (ingest: new files
+//! ADDED, live manifests carried over untouched) or an **overwrite** (transforms' full refresh:
+//! new files ADDED, every live file DELETED in rewritten manifests, sequence numbers kept).
 //!
 //! ```text
-//!   target (table before the run, schema/spec evolved if the job changed them)
-//!     │  write added manifest (new files, ADDED)            ─┐
-//!     │  rewrite each live manifest with its files DELETED   ├─ manifest list, summary
-//!     ▼                                                      ─┘
-//!   staged (snapshot added to metadata, NOT on `main`; downstream jobs of the run read it)
-//!     │  set `main` to the snapshot, write metadata file
-//!     ▼
-//!   published (one SQL transaction moves every table's pointer: see catalog::publish)
+//!              lock (one run per pipeline; OS file lock, released however the holder exits)
+//!                │
+//!   target ──────┤ table as the run found it (schema/spec evolved if the job changed them)
+//!                │ write data files, manifests, manifest list        [crash: orphan files only]
+//!                ▼
+//!   staged ──────┤ snapshot added to in-memory metadata, NOT on `main`;
+//!                │ downstream jobs of the run read it                 [crash: orphan files only]
+//!                │ every job done: write each table's next metadata file
+//!                ▼
+//!   publishing ──┤ ONE SQLite transaction: per table, compare-and-set of the metadata
+//!                │ location the run started from (or INSERT for a new table), plus the run
+//!                │ record (pipeline_runs)                 [crash or conflict: nothing moved]
+//!                ▼
+//!   published ───┘ every table's `main` at its new snapshot, the record says from where
+//!                  (undo: `pipeline rollback RUN`, the same transaction in reverse)
 //! ```
+//!
+//! Exactly-once ingest rides on the same commit: each append snapshot's summary lists the
+//! source files it loaded (`pipeline.loaded-files`), so rows and ledger become visible together.
 
 mod overwrite;
 mod target;
