@@ -11,6 +11,7 @@ pub mod context;
 pub mod error;
 pub mod ingest;
 pub mod inspect;
+pub mod orphans;
 pub mod output;
 pub mod plan;
 pub mod run;

@@ -98,6 +98,18 @@ enum Command {
         #[arg(long)]
         pipeline: Option<String>,
     },
+    /// List files in table folders that no snapshot of any table references (left by failed
+    /// or killed runs); `--delete` removes them.
+    Orphans {
+        /// Only files at least this old (so files a running job writes are never touched).
+        #[arg(long, value_name = "MINUTES", default_value_t = 60)]
+        older_than: u64,
+        /// Delete the files listed.
+        #[arg(long)]
+        delete: bool,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
     /// Run a SELECT over catalog tables and print the result.
     Query {
         /// One SELECT; tables are written namespace.table.
@@ -377,6 +389,41 @@ async fn main_inner(cli: Cli) -> Result<()> {
             let catalog = open_catalog(&project, pipeline.as_deref()).await?;
             let record = rollback(&catalog, run_id).await?;
             print_record(&record, cli.json);
+            Ok(())
+        }
+        Command::Orphans {
+            older_than,
+            delete,
+            pipeline,
+        } => {
+            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let age = std::time::Duration::from_secs(older_than * 60);
+            let orphans = pipeline::orphans::find_orphans(&catalog, age).await?;
+            if *delete {
+                pipeline::orphans::delete_orphans(&orphans)?;
+            }
+            if cli.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"orphans": orphans, "deleted": *delete})
+                );
+            } else {
+                let rows: Vec<Vec<String>> = orphans
+                    .iter()
+                    .map(|o| vec![o.table.clone(), o.bytes.to_string(), o.path.clone()])
+                    .collect();
+                print!(
+                    "{}",
+                    render_table(&strings(&["table", "bytes", "file"]), &rows)
+                );
+                let total: u64 = orphans.iter().map(|o| o.bytes).sum();
+                let verb = if *delete {
+                    "deleted"
+                } else {
+                    "unreferenced (run with --delete to remove)"
+                };
+                println!("{} files, {total} bytes {verb}", orphans.len());
+            }
             Ok(())
         }
         Command::Query {

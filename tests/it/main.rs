@@ -8,6 +8,7 @@ mod concurrency;
 mod exactly_once;
 mod full_refresh;
 mod interop;
+mod orphans;
 mod partitioning;
 mod quarantine;
 mod retail_pipeline;

@@ -1,0 +1,102 @@
+//! Files in table folders that no table references: what a failed or killed run leaves behind.
+//!
+//! A file counts as referenced when the table's current metadata reaches it: the metadata file
+//! itself and every earlier one in its log, and for every snapshot its manifest list, its
+//! manifests and every data file they list (DELETED entries included, since older snapshots
+//! still read them). Only files older than a minimum age are reported, so files a run is
+//! writing right now are never touched.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use iceberg::spec::ManifestList;
+use serde::Serialize;
+
+use crate::catalog::PipelineCatalog;
+use crate::error::{Error, Result};
+
+/// One unreferenced file.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Orphan {
+    pub table: String,
+    pub path: String,
+    pub bytes: u64,
+}
+
+/// Lists unreferenced files older than `min_age` under every table's folder.
+pub async fn find_orphans(catalog: &PipelineCatalog, min_age: Duration) -> Result<Vec<Orphan>> {
+    let now = SystemTime::now();
+    let mut out = Vec::new();
+    for name in catalog.list_tables().await? {
+        let table = catalog.load_existing(&name).await?;
+        let metadata = table.metadata();
+        let file_io = table.file_io();
+        let mut referenced: HashSet<String> = HashSet::new();
+        referenced.insert(table.metadata_location_result()?.to_string());
+        for log in metadata.metadata_log() {
+            referenced.insert(log.metadata_file.clone());
+        }
+        for snapshot in metadata.snapshots() {
+            referenced.insert(snapshot.manifest_list().to_string());
+            let bytes = file_io.new_input(snapshot.manifest_list())?.read().await?;
+            let list = ManifestList::parse_with_version(&bytes, metadata.format_version())?;
+            for manifest_file in list.entries() {
+                if !referenced.insert(manifest_file.manifest_path.clone()) {
+                    continue;
+                }
+                let manifest = manifest_file.load_manifest(file_io).await?;
+                for entry in manifest.entries() {
+                    referenced.insert(entry.file_path().to_string());
+                }
+            }
+        }
+        let root = PathBuf::from(metadata.location());
+        let mut files = Vec::new();
+        walk(&root, &mut files)?;
+        for path in files {
+            let meta = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?;
+            let old_enough = meta
+                .modified()
+                .ok()
+                .and_then(|m| now.duration_since(m).ok())
+                .is_some_and(|age| age >= min_age);
+            let text = path.to_string_lossy().to_string();
+            if old_enough && !referenced.contains(&text) {
+                out.push(Orphan {
+                    table: name.to_string(),
+                    path: text,
+                    bytes: meta.len(),
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// Deletes the given orphans (as found by [`find_orphans`]).
+pub fn delete_orphans(orphans: &[Orphan]) -> Result<()> {
+    for o in orphans {
+        std::fs::remove_file(&o.path).map_err(|e| Error::io(&o.path, e))?;
+    }
+    Ok(())
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let path = entry.path();
+        if entry.file_type().map_err(|e| Error::io(&path, e))?.is_dir() {
+            walk(&path, out)?;
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
