@@ -56,8 +56,10 @@ impl IngestOutcome {
     }
 }
 
-/// Lists the files an ingest job reads, sorted, each once. A pattern matching nothing is an error.
-pub fn discover_files(job: &IngestJob, project_dir: &Path) -> Result<Vec<PathBuf>> {
+/// Lists the files an ingest job's patterns match, sorted, each once, and the patterns that
+/// match nothing.
+pub fn discover_files(job: &IngestJob, project_dir: &Path) -> Result<(Vec<PathBuf>, Vec<String>)> {
+    let mut unmatched = Vec::new();
     let mut files = Vec::new();
     for pattern in &job.paths {
         let full = project_dir.join(pattern);
@@ -80,22 +82,26 @@ pub fn discover_files(job: &IngestJob, project_dir: &Path) -> Result<Vec<PathBuf
             }
         }
         if files.len() == before {
-            return Err(Error::Pipeline {
-                file: job.origin.file.clone(),
-                message: format!(
-                    "line {}: ingest into {}: no files match `{pattern}`",
-                    job.origin.line, job.table
-                ),
-                hint: Some(format!(
-                    "paths are relative to the project directory {}",
-                    project_dir.display()
-                )),
-            });
+            unmatched.push(pattern.clone());
         }
     }
     files.sort();
     files.dedup();
-    Ok(files)
+    Ok((files, unmatched))
+}
+
+fn no_files_error(job: &IngestJob, project_dir: &Path, pattern: &str) -> Error {
+    Error::Pipeline {
+        file: job.origin.file.clone(),
+        message: format!(
+            "line {}: ingest into {}: no files match `{pattern}`",
+            job.origin.line, job.table
+        ),
+        hint: Some(format!(
+            "paths are relative to the project directory {}",
+            project_dir.display()
+        )),
+    }
 }
 
 /// The columns of a bronze table: the declared ones, then the lineage columns.
@@ -157,7 +163,7 @@ pub async fn run_ingest(
     job: &IngestJob,
     progress: Arc<AtomicU64>,
 ) -> Result<IngestOutcome> {
-    let files = discover_files(job, &ctx.project_dir)?;
+    let (files, unmatched) = discover_files(job, &ctx.project_dir)?;
     let catalog = &ctx.catalog;
     let props = ctx.snapshot_properties("ingest");
     let target = prepare_target(
@@ -168,6 +174,14 @@ pub async fn run_ingest(
         HashMap::new(),
     )
     .await?;
+    // A pattern matching nothing is a mistake on a table's first load; later, loaded files
+    // are often moved away from the landing folder, so it only means "nothing new".
+    if let Some(pattern) = unmatched.first() {
+        if target.base_location.is_none() {
+            return Err(no_files_error(job, &ctx.project_dir, pattern));
+        }
+        tracing::warn!(table = %job.table, "no files match `{pattern}`");
+    }
     // Exactly once: skip files recorded on the table's history; refuse changed ones.
     let ledger = ledger::loaded_files(&target.metadata);
     let project_dir = ctx.project_dir.clone();

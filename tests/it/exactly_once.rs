@@ -110,3 +110,21 @@ fn a_loaded_file_that_changed_stops_the_run() {
         "nothing published"
     );
 }
+
+#[test]
+fn loaded_files_moved_away_from_the_landing_folder_mean_nothing_new() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    let before = p.current_snapshot("bronze.web_orders");
+    std::fs::remove_dir_all(p.path().join("sample-data/retail/web")).unwrap();
+    p.json(&["run", "retail"]);
+    assert_eq!(p.current_snapshot("bronze.web_orders"), before);
+    assert_eq!(
+        p.query("SELECT count(*) FROM bronze.web_orders")[0][0].as_deref(),
+        Some("11")
+    );
+    assert_eq!(
+        p.query("SELECT count(*) FROM silver.orders")[0][0].as_deref(),
+        Some("39")
+    );
+}

@@ -155,3 +155,16 @@ fn unknown_pipeline_lists_the_known_ones() {
         )
     );
 }
+
+#[test]
+fn a_pattern_matching_nothing_on_a_first_load_is_an_error() {
+    let p = project_with(&INGEST.replace("data/*.csv", "data/*.tsv"), &[]);
+    assert_eq!(
+        error_of(&p, "run"),
+        format!(
+            "error: pipelines/p.toml: line 5: ingest into bronze.t: no files match `data/*.tsv`\n  hint: paths are relative to the project directory {}",
+            p.path().display()
+        )
+    );
+    assert_eq!(p.json(&["tables"]), serde_json::json!([]));
+}
