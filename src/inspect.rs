@@ -219,3 +219,87 @@ fn is_query(statement: &DFStatement) -> bool {
         _ => false,
     }
 }
+
+/// One live data file in `pipeline files`.
+#[derive(Debug, Serialize)]
+pub struct FileInfo {
+    pub path: String,
+    /// `field=value` pairs of the file's partition, e.g. `order_date_month=2026-02`.
+    pub partition: String,
+    pub records: u64,
+    pub bytes: u64,
+    /// The snapshot that added the file.
+    pub added_snapshot_id: Option<i64>,
+}
+
+/// The live data files of a table's current snapshot (or of `snapshot_id`), by path.
+pub async fn files(
+    catalog: &PipelineCatalog,
+    table: &TableName,
+    snapshot_id: Option<i64>,
+) -> Result<Vec<FileInfo>> {
+    let t = catalog.load_existing(table).await?;
+    let m = t.metadata();
+    let snapshot = match snapshot_id {
+        Some(id) => Some(m.snapshot_by_id(id).ok_or_else(|| {
+            Error::table_msg(
+                table,
+                format!("has no snapshot {id}; `pipeline history {table}` lists them"),
+            )
+        })?),
+        None => m.current_snapshot(),
+    };
+    let Some(snapshot) = snapshot else {
+        return Ok(Vec::new());
+    };
+    let list = crate::commit::manifest_list(t.file_io(), m, snapshot).await?;
+    let mut out = Vec::new();
+    for manifest_file in list.entries() {
+        let spec = m
+            .partition_spec_by_id(manifest_file.partition_spec_id)
+            .cloned();
+        let manifest = manifest_file.load_manifest(t.file_io()).await?;
+        for e in manifest.entries().iter().filter(|e| e.is_alive()) {
+            let file = e.data_file();
+            let partition = spec
+                .as_ref()
+                .map(|spec| {
+                    spec.fields()
+                        .iter()
+                        .zip(file.partition().iter())
+                        .map(|(f, v)| format!("{}={}", f.name, partition_value(f.transform, v)))
+                        .collect::<Vec<_>>()
+                        .join("/")
+                })
+                .unwrap_or_default();
+            out.push(FileInfo {
+                path: file.file_path().to_string(),
+                partition,
+                records: file.record_count(),
+                bytes: file.file_size_in_bytes(),
+                added_snapshot_id: e.snapshot_id(),
+            });
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+fn partition_value(
+    transform: iceberg::spec::Transform,
+    v: Option<&iceberg::spec::Literal>,
+) -> String {
+    use iceberg::spec::{Literal, PrimitiveLiteral};
+    match (crate::commit::Grain::of(transform), v) {
+        (_, None) => "null".into(),
+        (Some(grain), Some(Literal::Primitive(PrimitiveLiteral::Int(u)))) => grain.label(*u),
+        (_, Some(Literal::Primitive(p))) => match p {
+            PrimitiveLiteral::Int(i) => i.to_string(),
+            PrimitiveLiteral::Long(i) => i.to_string(),
+            PrimitiveLiteral::String(s) => s.clone(),
+            PrimitiveLiteral::Boolean(b) => b.to_string(),
+            other => format!("{other:?}"),
+        },
+        (_, Some(other)) => format!("{other:?}"),
+    }
+}

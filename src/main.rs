@@ -9,7 +9,10 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use pipeline::catalog::PipelineCatalog;
 use pipeline::output::{batches_to_rows, render_table};
-use pipeline::run::{rollback, run_pipeline, validate, JobReport, LockWait, Observer, RunReport};
+use pipeline::run::{
+    rollback, run_pipeline, validate, Backfill, JobReport, LockWait, Observer, RunOptions,
+    RunReport,
+};
 use pipeline::spec::{list_pipelines, load_pipeline, CatalogConfig, TableName};
 use pipeline::{inspect, Error, Result};
 
@@ -21,6 +24,8 @@ use pipeline::{inspect, Error, Result};
 ///
 /// Examples:
 ///   pipeline run retail                 run every job, publish all tables at once
+///   pipeline backfill retail --from 2026-02-01 --to 2026-02-28 --plan
+///                                       what recomputing February would touch
 ///   pipeline validate retail            check spec and SQL without running
 ///   pipeline tables                     list tables
 ///   pipeline describe gold.customer_metrics
@@ -43,18 +48,70 @@ struct Cli {
     command: Command,
 }
 
+/// Waiting for another run of the same pipeline.
+#[derive(clap::Args)]
+struct WaitArgs {
+    /// Fail at once if another run of this pipeline is in progress (default: wait for it).
+    #[arg(long)]
+    no_wait: bool,
+    /// How long to wait for another run of this pipeline to finish.
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+    wait_timeout: u64,
+}
+
+impl WaitArgs {
+    fn lock_wait(&self) -> LockWait {
+        LockWait((!self.no_wait).then(|| std::time::Duration::from_secs(self.wait_timeout)))
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Run every job of a pipeline in dependency order and publish all its tables atomically.
+    /// Run a pipeline: load new source files, recompute what changed, publish all tables at once.
+    ///
+    /// Ingest jobs load only files no earlier run loaded. A transform whose inputs and SQL are
+    /// unchanged since its table's last run is skipped ("up to date"); one with
+    /// mode = "replace_partitions" recomputes only the partitions whose input rows changed;
+    /// any other is recomputed whole. Every table of the run is published in one catalog
+    /// transaction, or none is.
+    #[command(verbatim_doc_comment)]
     Run {
         /// Pipeline name: pipelines/<PIPELINE>.toml.
         pipeline: String,
-        /// Fail at once if another run of this pipeline is in progress (default: wait for it).
+        /// Recompute every transform whole, even when nothing changed.
         #[arg(long)]
-        no_wait: bool,
-        /// How long to wait for another run of this pipeline to finish.
-        #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
-        wait_timeout: u64,
+        full_refresh: bool,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Recompute the partitions of a date range in selected tables and everything downstream.
+    ///
+    /// Each selected table (default: every transform partitioned by year/month/day/hour) gets
+    /// the partitions overlapping FROM..TO (inclusive) recomputed from its inputs as they are
+    /// now, and exactly those partitions replaced; all its other data files stay as they are.
+    /// Inputs declared in the transform's incremental_by are read for that range only.
+    /// Downstream tables follow (their changed partitions, or a full refresh). No source files
+    /// are loaded. Everything is published at once and can be undone with `pipeline rollback`.
+    ///
+    /// Example:
+    ///   pipeline backfill retail --from 2026-02-01 --to 2026-02-28 --tables silver.orders --plan
+    #[command(verbatim_doc_comment)]
+    Backfill {
+        pipeline: String,
+        /// First day of the range (YYYY-MM-DD).
+        #[arg(long, value_name = "DATE")]
+        from: String,
+        /// Last day of the range, included (YYYY-MM-DD).
+        #[arg(long, value_name = "DATE")]
+        to: String,
+        /// Comma-separated tables to recompute (default: every time-partitioned transform).
+        #[arg(long, value_delimiter = ',', value_name = "TABLES")]
+        tables: Vec<String>,
+        /// Only print what would happen (tables, partitions, input files and bytes); change nothing.
+        #[arg(long)]
+        plan: bool,
+        #[command(flatten)]
+        wait: WaitArgs,
     },
     /// Check a pipeline (spec, SQL, dependencies, referenced tables) without running anything.
     Validate { pipeline: String },
@@ -68,6 +125,16 @@ enum Command {
     Describe {
         /// namespace.table
         table: String,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// List a table's live data files: path, partition, rows, bytes, adding snapshot.
+    Files {
+        /// namespace.table
+        table: String,
+        /// Files of this snapshot instead of the current one.
+        #[arg(long, value_name = "SNAPSHOT_ID")]
+        as_of: Option<i64>,
         #[arg(long)]
         pipeline: Option<String>,
     },
@@ -160,15 +227,39 @@ async fn main_inner(cli: Cli) -> Result<()> {
     match &cli.command {
         Command::Run {
             pipeline,
-            no_wait,
-            wait_timeout,
+            full_refresh,
+            wait,
         } => {
             let spec = load_pipeline(&project, pipeline)?;
             let observer = Arc::new(Progress {
                 tty: std::io::stderr().is_terminal(),
             });
-            let wait = LockWait((!no_wait).then(|| std::time::Duration::from_secs(*wait_timeout)));
-            let report = run_pipeline(&spec, observer, wait).await?;
+            let mut options = RunOptions::new(wait.lock_wait());
+            options.full_refresh = *full_refresh;
+            let report = run_pipeline(&spec, observer, options).await?;
+            print_run(&report, cli.json)
+        }
+        Command::Backfill {
+            pipeline,
+            from,
+            to,
+            tables,
+            plan,
+            wait,
+        } => {
+            let spec = load_pipeline(&project, pipeline)?;
+            let backfill = backfill_request(&spec, from, to, tables)?;
+            if *plan {
+                let planned = pipeline::run::plan_backfill(&spec, &backfill).await?;
+                print_backfill_plan(&planned, cli.json);
+                return Ok(());
+            }
+            let observer = Arc::new(Progress {
+                tty: std::io::stderr().is_terminal(),
+            });
+            let mut options = RunOptions::new(wait.lock_wait());
+            options.backfill = Some(backfill);
+            let report = run_pipeline(&spec, observer, options).await?;
             print_run(&report, cli.json)
         }
         Command::Validate { pipeline } => {
@@ -247,6 +338,41 @@ async fn main_inner(cli: Cli) -> Result<()> {
                 print!(
                     "{}",
                     render_table(&strings(&["table", "rows", "files", "snapshot"]), &rows)
+                );
+            }
+            Ok(())
+        }
+        Command::Files {
+            table,
+            as_of,
+            pipeline,
+        } => {
+            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let files = inspect::files(&catalog, &table_arg(table)?, *as_of).await?;
+            if cli.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&files).unwrap_or_default()
+                );
+            } else {
+                let rows: Vec<Vec<String>> = files
+                    .iter()
+                    .map(|f| {
+                        vec![
+                            f.partition.clone(),
+                            f.records.to_string(),
+                            f.bytes.to_string(),
+                            f.added_snapshot_id.map_or(String::new(), |s| s.to_string()),
+                            f.path.clone(),
+                        ]
+                    })
+                    .collect();
+                print!(
+                    "{}",
+                    render_table(
+                        &strings(&["partition", "rows", "bytes", "added by", "path"]),
+                        &rows
+                    )
                 );
             }
             Ok(())
@@ -537,6 +663,7 @@ fn print_run(report: &RunReport, json: bool) -> Result<()> {
                 j.files.to_string(),
                 j.snapshot_id.to_string(),
                 format!("{:.2}s", j.seconds),
+                j.action.clone(),
             ]
         })
         .collect();
@@ -561,12 +688,100 @@ fn print_run(report: &RunReport, json: bool) -> Result<()> {
                 "quarantined",
                 "files",
                 "snapshot",
-                "time"
+                "time",
+                "action"
             ]),
             &rows
         )
     );
     Ok(())
+}
+
+/// Prints a backfill plan.
+fn print_backfill_plan(planned: &[pipeline::run::PlannedTable], json: bool) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(planned).unwrap_or_default()
+        );
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "backfill plan (nothing has been changed):\n");
+    for t in planned {
+        let _ = writeln!(out, "{}: {}", t.table, t.action);
+        for i in &t.inputs {
+            let amount = match (i.files, i.bytes) {
+                (Some(f), Some(b)) => format!(": {f} files, {b} bytes"),
+                _ => String::new(),
+            };
+            let _ = writeln!(out, "    reads {} ({}){amount}", i.table, i.read);
+        }
+    }
+}
+
+/// The backfill the command line asks for, checked against the spec.
+fn backfill_request(
+    spec: &pipeline::spec::Pipeline,
+    from: &str,
+    to: &str,
+    tables: &[String],
+) -> Result<Backfill> {
+    let day = |flag: &str, text: &str| {
+        chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+            .map_err(|_| Error::Usage(format!("{flag} {text}: expected a date as YYYY-MM-DD")))
+    };
+    let (first, last) = (day("--from", from)?, day("--to", to)?);
+    if last < first {
+        return Err(Error::Usage(format!(
+            "--to {to} is before --from {from}; the range is inclusive: --from {from} --to {from} is one day"
+        )));
+    }
+    let micros = |d: chrono::NaiveDate| {
+        d.and_hms_opt(0, 0, 0)
+            .map_or(0, |t| t.and_utc().timestamp_micros())
+    };
+    let time_partitioned: Vec<&TableName> = spec
+        .transforms
+        .iter()
+        .filter(|t| t.time_partition().is_some())
+        .map(|t| &t.table)
+        .collect();
+    let names = |v: &[&TableName]| {
+        v.iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let selected = if tables.is_empty() {
+        time_partitioned.iter().map(|t| (*t).clone()).collect()
+    } else {
+        let mut selected = Vec::new();
+        for t in tables {
+            let name = TableName::parse(t.trim())
+                .filter(|n| time_partitioned.contains(&n))
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "--tables {t}: not a transform of `{}` partitioned by year, month, day or hour; those are: {}",
+                        spec.name,
+                        names(&time_partitioned)
+                    ))
+                })?;
+            selected.push(name);
+        }
+        selected
+    };
+    if selected.is_empty() {
+        return Err(Error::Usage(format!(
+            "pipeline `{}` has no transform partitioned by year, month, day or hour to backfill",
+            spec.name
+        )));
+    }
+    Ok(Backfill {
+        tables: selected,
+        from: micros(first),
+        to: micros(last + chrono::Days::new(1)) - 1,
+    })
 }
 
 /// Progress on stderr: a line per job start and end, and row counts of long jobs.
@@ -590,9 +805,16 @@ impl Observer for Progress {
             );
             return;
         }
+        if r.job == "transform" && r.action == "up to date" {
+            eprintln!(
+                "  finished  transform {}: up to date (inputs and SQL unchanged)",
+                r.table
+            );
+            return;
+        }
         eprintln!(
-            "  finished  {:<9} {}: {} rows in, {} rows out, {} quarantined, {} files, {} bytes, {:.2}s",
-            r.job, r.table, r.rows_in, r.rows_out, r.quarantined, r.files, r.bytes, r.seconds
+            "  finished  {:<9} {}: {}; {} rows in, {} rows out, {} quarantined, {} files, {} bytes, {:.2}s",
+            r.job, r.table, r.action, r.rows_in, r.rows_out, r.quarantined, r.files, r.bytes, r.seconds
         );
     }
     fn waiting_for(&self, holder: &str) {

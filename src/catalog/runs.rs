@@ -13,8 +13,12 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TableRecord {
     pub table: String,
-    /// `overwrite` (a job's full refresh), `rollback` or `drop` (rollback of a created table).
+    /// `append` (ingest), `overwrite` (a full refresh), `replace_partitions`, `rollback` or
+    /// `drop` (rollback of a created table).
     pub operation: String,
+    /// The partitions replaced, e.g. `order_date_month in 2026-02..2026-03` (replace only).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub partitions: Option<String>,
     /// `main` before the run; `None` when the run created the table.
     pub snapshot_before: Option<i64>,
     /// `main` after the run; `None` when the run dropped the table.

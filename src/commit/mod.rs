@@ -1,8 +1,10 @@
 //! Snapshot production and the commit protocol of a run.
 //!
-//! iceberg 0.10 only fast-appends, so the snapshots are ours: an **append** (ingest: new files
-//! ADDED, live manifests carried over untouched) or an **overwrite** (transforms' full refresh:
-//! new files ADDED, every live file DELETED in rewritten manifests, sequence numbers kept).
+//! iceberg 0.10 only fast-appends, so the snapshots are ours (see `produce.rs`): an **append**
+//! (ingest: new files ADDED, live manifests carried over untouched), an **overwrite** (a
+//! transform's full refresh: every live file DELETED in rewritten manifests, sequence numbers
+//! kept) or a **replace** of a [`PartitionRange`] (incremental runs and backfills: only files of
+//! the selected partitions DELETED, manifests without any carried over unread).
 //!
 //! ```text
 //!              lock (one run per pipeline; OS file lock, released however the holder exits)
@@ -25,10 +27,14 @@
 //! Exactly-once ingest rides on the same commit: each append snapshot's summary lists the
 //! source files it loaded (`pipeline.loaded-files`), so rows and ledger become visible together.
 
-mod overwrite;
+mod diff;
+mod produce;
+mod range;
 mod target;
 
-pub use overwrite::{stage_overwrite, stage_snapshot, WriteMode};
+pub use diff::{changed_files, file_times, FileTimes};
+pub use produce::{stage_snapshot, WriteMode};
+pub use range::{Grain, PartitionRange};
 pub use target::{prepare_target, schema_of, DesiredColumn, TableTarget};
 
 use std::sync::Arc;
@@ -40,6 +46,19 @@ use iceberg::table::Table;
 use crate::catalog::TableChange;
 use crate::error::Result;
 use crate::spec::TableName;
+
+/// Reads a snapshot's manifest list.
+pub async fn manifest_list(
+    file_io: &FileIO,
+    metadata: &TableMetadata,
+    snapshot: &iceberg::spec::Snapshot,
+) -> Result<iceberg::spec::ManifestList> {
+    let bytes = file_io.new_input(snapshot.manifest_list())?.read().await?;
+    Ok(iceberg::spec::ManifestList::parse_with_version(
+        &bytes,
+        metadata.format_version(),
+    )?)
+}
 
 /// A table version written and committed to metadata but not yet visible on `main`.
 #[derive(Clone)]
@@ -53,6 +72,13 @@ pub struct StagedTable {
     pub added_rows: u64,
     pub added_files: u64,
     pub added_bytes: u64,
+    /// Rows of the files the snapshot deleted (overwrite and replace).
+    pub deleted_rows: u64,
+    /// How the snapshot was produced, with the files it added and its extra summary properties:
+    /// enough to produce it again on a newer parent (see [`StagedTable::restage`]).
+    pub mode: WriteMode,
+    pub files: Vec<iceberg::spec::DataFile>,
+    pub properties: std::collections::HashMap<String, String>,
 }
 
 impl StagedTable {

@@ -27,6 +27,9 @@ pub struct TableTarget {
     pub table: TableName,
     pub base_location: Option<String>,
     pub metadata: TableMetadata,
+    /// The table is new, or its schema or partition spec had to change for this job: only a
+    /// full overwrite can write it.
+    pub reshaped: bool,
 }
 
 /// Loads `table` (or prepares its creation) with exactly `columns` and `partition_by`.
@@ -63,6 +66,7 @@ pub async fn prepare_target(
                 table: table.clone(),
                 base_location: None,
                 metadata,
+                reshaped: true,
             })
         }
         Some(existing) => {
@@ -117,6 +121,7 @@ pub async fn prepare_target(
                 table: table.clone(),
                 base_location: Some(base_location),
                 metadata: builder.build()?.metadata,
+                reshaped: !same_schema || current_spec != wanted_spec,
             })
         }
     }

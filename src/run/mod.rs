@@ -5,8 +5,10 @@
 //! transaction, or (on any error, in any job) none does. Data files written by a failed run
 //! are never referenced by any table.
 
+mod backfill_plan;
 mod lock;
 mod rollback;
+mod scope;
 mod validate;
 
 use std::collections::{HashMap, HashSet};
@@ -18,8 +20,10 @@ use iceberg_datafusion::IcebergStaticTableProvider;
 use serde::Serialize;
 use tokio::task::JoinSet;
 
+pub use backfill_plan::{plan_backfill, PlannedInput, PlannedTable};
 pub use lock::{lock_path, LockWait};
 pub use rollback::rollback;
+pub use scope::{decide, Forced, Scope};
 pub use validate::{validate, Validated};
 
 use crate::catalog::{Publication, RunRecord, TableRecord};
@@ -29,7 +33,9 @@ use crate::error::{Error, Result};
 use crate::ingest::{run_ingest, FileStats};
 use crate::plan::JobId;
 use crate::spec::{Pipeline, TableName};
-use crate::transform::{new_session, register_table, run_transform, CountedTable};
+use crate::transform::{
+    new_session, range_predicate, register_table, run_transform, CountedTable, TransformOutcome,
+};
 
 /// What one job did.
 #[derive(Debug, Clone, Serialize)]
@@ -48,6 +54,9 @@ pub struct JobReport {
     pub snapshot_id: i64,
     /// Source files skipped because the table already loaded them (ingest only).
     pub already_loaded: usize,
+    /// What the job did to its table: `append`, `nothing new`, `up to date`,
+    /// `full refresh (why)` or `replace <partitions>`.
+    pub action: String,
     pub seconds: f64,
     /// Per source file counts (ingest only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -82,12 +91,46 @@ pub trait Observer: Send + Sync {
 pub struct Silent;
 impl Observer for Silent {}
 
+/// How a run chooses what to recompute.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// How long to wait for another run of the pipeline; `None` fails at once.
+    pub wait: LockWait,
+    /// Recompute every transform whole, whatever changed.
+    pub full_refresh: bool,
+    /// Set for a backfill: no ingest job runs, and only the selected tables (and what is
+    /// downstream of them) are recomputed.
+    pub backfill: Option<Backfill>,
+}
+
+impl RunOptions {
+    /// A normal run that waits up to `wait` for the pipeline's lock.
+    pub fn new(wait: LockWait) -> RunOptions {
+        RunOptions {
+            wait,
+            full_refresh: false,
+            backfill: None,
+        }
+    }
+}
+
+/// The tables a backfill recomputes, and the time range (inclusive instants, microseconds since
+/// the epoch) whose partitions it replaces in each.
+#[derive(Debug, Clone)]
+pub struct Backfill {
+    pub tables: Vec<TableName>,
+    pub from: i64,
+    pub to: i64,
+}
+
 /// Jobs in progress: start time and rows so far.
 type RunningJobs = HashMap<TableName, (Instant, Arc<AtomicU64>)>;
 
 enum Outcome {
     Ingest(Box<crate::ingest::IngestOutcome>),
-    Transform(Box<StagedTable>, u64),
+    Transform(Box<StagedTable>, u64, String),
+    /// A transform with nothing to do: its table and current snapshot.
+    Unchanged(TableName, Option<i64>, String),
 }
 
 /// Runs the whole pipeline and publishes its tables atomically.
@@ -97,8 +140,9 @@ enum Outcome {
 pub async fn run_pipeline(
     pipeline: &Pipeline,
     observer: Arc<dyn Observer>,
-    wait: LockWait,
+    options: RunOptions,
 ) -> Result<RunReport> {
+    let wait = options.wait;
     let mut validated = validate(pipeline).await?;
     let database = validated.catalog.database().to_path_buf();
     let (name, waiter) = (pipeline.name.clone(), observer.clone());
@@ -126,6 +170,8 @@ pub async fn run_pipeline(
     let external = Arc::new(validated.external);
     let staged: Arc<Mutex<HashMap<TableName, StagedTable>>> = Default::default();
     let running: Arc<Mutex<RunningJobs>> = Default::default();
+    let options = Arc::new(options);
+    let in_scope = jobs_in_scope(&validated.plan, &pipeline, &options)?;
 
     let ticker = {
         let running = running.clone();
@@ -170,6 +216,11 @@ pub async fn run_pipeline(
                 {
                     continue;
                 }
+                if !in_scope.contains(job) {
+                    started_jobs.insert(*job);
+                    done.insert(*job);
+                    continue;
+                }
                 started_jobs.insert(*job);
                 let counter = Arc::new(AtomicU64::new(0));
                 let (kind, table) = match *job {
@@ -181,12 +232,13 @@ pub async fn run_pipeline(
                     .lock()
                     .expect("progress lock")
                     .insert(table, (Instant::now(), counter.clone()));
-                let (ctx, pipeline, parsed, external, staged) = (
+                let (ctx, pipeline, parsed, external, staged, options) = (
                     ctx.clone(),
                     pipeline.clone(),
                     parsed.clone(),
                     external.clone(),
                     staged.clone(),
+                    options.clone(),
                 );
                 let job = *job;
                 tasks.spawn(async move {
@@ -197,7 +249,15 @@ pub async fn run_pipeline(
                             .map(|o| Outcome::Ingest(Box::new(o))),
                         JobId::Transform(i) => {
                             let t = &pipeline.transforms[i];
-                            transform_job(&ctx, t, &parsed[i], &external, &staged, counter).await
+                            let job = TransformRun {
+                                ctx: &ctx,
+                                job: t,
+                                parsed: &parsed[i],
+                                external: &external,
+                                staged: &staged,
+                                options: &options,
+                            };
+                            job.run(counter).await
                         }
                     };
                     (job, t0.elapsed().as_secs_f64(), result)
@@ -224,6 +284,11 @@ pub async fn run_pipeline(
                             .or(o.current_snapshot)
                             .unwrap_or_default(),
                         already_loaded: o.already_loaded,
+                        action: if new.is_some() {
+                            "append".into()
+                        } else {
+                            "nothing new".into()
+                        },
                         seconds,
                         sources: o.files.clone(),
                     };
@@ -236,7 +301,21 @@ pub async fn run_pipeline(
                     }
                     report
                 }
-                Outcome::Transform(st, rows_in) => {
+                Outcome::Unchanged(table, snapshot, action) => JobReport {
+                    job: "transform".into(),
+                    table: table.to_string(),
+                    rows_in: 0,
+                    rows_out: 0,
+                    quarantined: 0,
+                    already_loaded: 0,
+                    action,
+                    files: 0,
+                    bytes: 0,
+                    snapshot_id: snapshot.unwrap_or_default(),
+                    seconds,
+                    sources: Vec::new(),
+                },
+                Outcome::Transform(st, rows_in, action) => {
                     let report = JobReport {
                         job: "transform".into(),
                         table: st.table.to_string(),
@@ -244,6 +323,7 @@ pub async fn run_pipeline(
                         rows_out: st.added_rows,
                         quarantined: 0,
                         already_loaded: 0,
+                        action,
                         files: st.added_files,
                         bytes: st.added_bytes,
                         snapshot_id: st.snapshot_id,
@@ -284,7 +364,11 @@ pub async fn run_pipeline(
     let mut record = RunRecord {
         run_id: run_id.clone(),
         pipeline: pipeline.name.clone(),
-        kind: "run".into(),
+        kind: if options.backfill.is_some() {
+            "backfill".into()
+        } else {
+            "run".into()
+        },
         started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         finished_at: String::new(),
         rolls_back: None,
@@ -294,10 +378,14 @@ pub async fn run_pipeline(
         let table = staged.remove(&name).expect("staged table");
         record.tables.push(TableRecord {
             table: name.to_string(),
-            operation: "overwrite".into(),
+            operation: table.mode.name().into(),
+            partitions: match &table.mode {
+                crate::commit::WriteMode::Replace(r) => Some(r.to_string()),
+                _ => None,
+            },
             snapshot_before: table.metadata.current_snapshot_id(),
             snapshot_after: Some(table.snapshot_id),
-            rows: table.added_rows,
+            rows: total_records(table.metadata.snapshot_by_id(table.snapshot_id)),
         });
         publication.changes.push(table.into_change()?);
     }
@@ -317,39 +405,137 @@ pub async fn run_pipeline(
     })
 }
 
-async fn transform_job(
-    ctx: &JobContext,
-    job: &crate::spec::TransformJob,
-    parsed: &crate::transform::ParsedTransform,
-    external: &HashMap<TableName, iceberg::table::Table>,
-    staged: &Mutex<HashMap<TableName, StagedTable>>,
-    counter: Arc<AtomicU64>,
-) -> Result<Outcome> {
-    let session = new_session();
-    let mut rows_in = 0u64;
-    for input in &parsed.inputs {
-        let staged_input = staged.lock().expect("staged lock").get(input).cloned();
-        let table = match staged_input {
-            Some(s) => s.reader(ctx.catalog.file_io())?,
-            // External, or produced by this pipeline but unchanged in this run.
-            None => match external.get(input) {
-                Some(t) => t.clone(),
-                None => ctx.catalog.load_existing(input).await?,
-            },
-        };
-        let rows = total_records(table.metadata().current_snapshot());
-        rows_in += rows;
-        let provider = IcebergStaticTableProvider::try_new_from_table(table)
-            .await
-            .map_err(|e| Error::table(input, "cannot read table", e))?;
-        register_table(
-            &session,
-            input,
-            Arc::new(CountedTable::new(Arc::new(provider), rows)),
-        )?;
+/// The jobs a run executes: every job, or for a backfill the selected tables' transforms and
+/// every transform downstream of them (no ingest).
+fn jobs_in_scope(
+    plan: &crate::plan::Plan,
+    pipeline: &Pipeline,
+    options: &RunOptions,
+) -> Result<HashSet<JobId>> {
+    let Some(backfill) = &options.backfill else {
+        return Ok(plan.order.iter().copied().collect());
+    };
+    let mut selected: HashSet<JobId> = HashSet::new();
+    for table in &backfill.tables {
+        let i = pipeline
+            .transforms
+            .iter()
+            .position(|t| &t.table == table)
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "--tables: `{table}` is not a transform of pipeline `{}`",
+                    pipeline.name
+                ))
+            })?;
+        selected.insert(JobId::Transform(i));
     }
-    let outcome = run_transform(ctx, &session, job, parsed, counter).await?;
-    Ok(Outcome::Transform(Box::new(outcome.staged), rows_in))
+    // Downstream closure, in dependency order.
+    for job in &plan.order {
+        if plan.dependencies(*job).iter().any(|d| selected.contains(d)) {
+            selected.insert(*job);
+        }
+    }
+    Ok(selected)
+}
+
+/// One transform job of a run, with what it needs to read its inputs.
+struct TransformRun<'a> {
+    ctx: &'a JobContext,
+    job: &'a crate::spec::TransformJob,
+    parsed: &'a crate::transform::ParsedTransform,
+    external: &'a HashMap<TableName, iceberg::table::Table>,
+    staged: &'a Mutex<HashMap<TableName, StagedTable>>,
+    options: &'a RunOptions,
+}
+
+impl TransformRun<'_> {
+    /// Decides the job's scope (see [`scope`]) and runs it.
+    async fn run(&self, counter: Arc<AtomicU64>) -> Result<Outcome> {
+        let (ctx, job) = (self.ctx, self.job);
+        let mut inputs = Vec::new();
+        for input in &self.parsed.inputs {
+            let staged_input = self.staged.lock().expect("staged lock").get(input).cloned();
+            let table = match staged_input {
+                Some(s) => s.reader(ctx.catalog.file_io())?,
+                // External, or produced by this pipeline but unchanged in this run.
+                None => match self.external.get(input) {
+                    Some(t) => t.clone(),
+                    None => ctx.catalog.load_existing(input).await?,
+                },
+            };
+            inputs.push((input.clone(), table));
+        }
+        let current = ctx.catalog.load(&job.table).await?;
+        let forced = self.options.backfill.as_ref().and_then(|b| {
+            b.tables.contains(&job.table).then_some(Forced {
+                from: b.from,
+                to: b.to,
+            })
+        });
+        let mut scope = decide(
+            job,
+            current.as_ref().map(|t| t.metadata()),
+            &inputs,
+            forced,
+            self.options.full_refresh,
+        )
+        .await?;
+        if scope == Scope::UpToDate {
+            let snapshot = current.and_then(|t| t.metadata().current_snapshot_id());
+            return Ok(Outcome::Unchanged(
+                job.table.clone(),
+                snapshot,
+                scope.describe(),
+            ));
+        }
+        let properties: HashMap<String, String> =
+            scope::scope_properties(job, &inputs).into_iter().collect();
+        loop {
+            let range = match &scope {
+                Scope::Range(r) => Some(r),
+                _ => None,
+            };
+            let session = new_session();
+            let mut rows_in = 0u64;
+            for (name, table) in &inputs {
+                let rows = total_records(table.metadata().current_snapshot());
+                rows_in += rows;
+                let provider: Arc<dyn datafusion::catalog::TableProvider> = Arc::new(
+                    IcebergStaticTableProvider::try_new_from_table(table.clone())
+                        .await
+                        .map_err(|e| Error::table(name, "cannot read table", e))?,
+                );
+                // Inputs declared in incremental_by are read for the range only.
+                let provider = match (range, job.range_column(name)) {
+                    (Some(range), Some(column)) => {
+                        let df = session.read_table(provider)?;
+                        let predicate = range_predicate(df.schema(), column, &range.spans())?;
+                        df.filter(predicate)?.into_view()
+                    }
+                    _ => provider,
+                };
+                register_table(&session, name, Arc::new(CountedTable::new(provider, rows)))?;
+            }
+            let outcome = run_transform(
+                ctx,
+                &session,
+                job,
+                self.parsed,
+                range,
+                properties.clone(),
+                counter.clone(),
+            )
+            .await?;
+            match outcome {
+                TransformOutcome::Staged(staged) => {
+                    return Ok(Outcome::Transform(staged, rows_in, scope.describe()))
+                }
+                TransformOutcome::NeedsFullRefresh => {
+                    scope = Scope::Full("the table is new or its schema changes".into());
+                }
+            }
+        }
+    }
 }
 
 /// `total-records` of a snapshot's summary (0 for no snapshot).

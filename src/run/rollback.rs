@@ -75,6 +75,7 @@ pub async fn rollback(catalog: &PipelineCatalog, run_id: &str) -> Result<RunReco
         tables.push(TableRecord {
             table: t.table.clone(),
             operation: operation.into(),
+            partitions: None,
             snapshot_before: t.snapshot_after,
             snapshot_after: t.snapshot_before,
             rows,

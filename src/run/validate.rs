@@ -71,6 +71,63 @@ pub async fn validate(pipeline: &Pipeline) -> Result<Validated> {
         };
         let job = &pipeline.transforms[i];
         let parsed = &plan.transforms[i];
+        for r in &job.incremental_by {
+            let spec_error = |message: String, hint: Option<String>| Error::Spec {
+                file: job.origin.file.clone(),
+                line: r.line,
+                col: 1,
+                message,
+                hint,
+            };
+            if !parsed.inputs.contains(&r.table) {
+                return Err(spec_error(
+                    format!(
+                        "{}: incremental_by names `{}`, which {} does not read",
+                        job.table,
+                        r.table,
+                        job.sql_file.display()
+                    ),
+                    Some(format!(
+                        "the SELECT reads: {}",
+                        parsed
+                            .inputs
+                            .iter()
+                            .map(|t| t.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                ));
+            }
+            let schema = schemas.get(&r.table);
+            let field = schema.and_then(|s| s.field_with_name(&r.column).ok());
+            match field.map(|f| f.data_type()) {
+                Some(arrow::datatypes::DataType::Date32 | arrow::datatypes::DataType::Timestamp(..)) => {}
+                Some(other) => {
+                    return Err(spec_error(
+                        format!(
+                            "{}: incremental_by column `{}.{}` is {other}; it must be a date or timestamp",
+                            job.table, r.table, r.column
+                        ),
+                        None,
+                    ))
+                }
+                None => {
+                    return Err(spec_error(
+                        format!(
+                            "{}: incremental_by names column `{}` of {}, which has no such column",
+                            job.table, r.column, r.table
+                        ),
+                        schema.map(|s| {
+                            format!(
+                                "{} has: {}",
+                                r.table,
+                                s.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+                            )
+                        }),
+                    ))
+                }
+            }
+        }
         let session = new_session();
         for input in &parsed.inputs {
             let schema = schemas

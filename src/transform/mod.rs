@@ -4,6 +4,7 @@
 //! dependencies, from DataFusion's parser, never hand-written). [`plan_transform`] plans it
 //! against registered tables; [`run_transform`] streams the result into a staged full refresh.
 
+mod range_filter;
 mod row_count;
 mod session;
 mod window_rule;
@@ -20,10 +21,13 @@ use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::Statement;
 use futures::StreamExt;
 
+pub use range_filter::range_predicate;
 pub use row_count::CountedTable;
 pub use session::{new_session, register_table};
 
-use crate::commit::{prepare_target, stage_overwrite, DesiredColumn, StagedTable};
+use crate::commit::{
+    prepare_target, stage_snapshot, DesiredColumn, PartitionRange, StagedTable, WriteMode,
+};
 use crate::context::JobContext;
 use crate::error::{Error, Result};
 use crate::spec::{TableName, TransformJob};
@@ -155,19 +159,26 @@ pub fn output_columns(job: &TransformJob, plan: &LogicalPlan) -> Result<Vec<Desi
 }
 
 /// What one transform produced (staged, not yet published).
-pub struct TransformOutcome {
-    pub staged: StagedTable,
+pub enum TransformOutcome {
+    Staged(Box<StagedTable>),
+    /// A partition range was asked for, but the table is new or its schema or partitioning
+    /// changes: it must be recomputed whole.
+    NeedsFullRefresh,
 }
 
-/// Runs a transform whose inputs are registered in `ctx` and stages a full refresh of its table.
+/// Runs a transform whose inputs are registered in `ctx` and stages its output: a full
+/// overwrite, or with `range`, a replace of exactly those partitions (the output is filtered
+/// to the range, so no other partition can be touched).
 pub async fn run_transform(
     ctx: &JobContext,
     session: &SessionContext,
     job: &TransformJob,
     parsed: &ParsedTransform,
+    range: Option<&PartitionRange>,
+    properties: HashMap<String, String>,
     progress: Arc<AtomicU64>,
 ) -> Result<TransformOutcome> {
-    let plan = plan_transform(session, job, parsed).await?;
+    let mut plan = plan_transform(session, job, parsed).await?;
     let columns = output_columns(job, &plan)?;
     let target = prepare_target(
         &ctx.catalog,
@@ -177,6 +188,21 @@ pub async fn run_transform(
         HashMap::new(),
     )
     .await?;
+    let mode = match range {
+        None => WriteMode::Overwrite,
+        Some(_) if target.reshaped => return Ok(TransformOutcome::NeedsFullRefresh),
+        Some(range) => {
+            let source = job
+                .time_partition()
+                .map(|p| p.source.clone())
+                .ok_or_else(|| Error::table_msg(&job.table, "has no time partition"))?;
+            let predicate = range_predicate(plan.schema(), &source, &range.spans())?;
+            plan = datafusion::logical_expr::LogicalPlanBuilder::from(plan)
+                .filter(predicate)?
+                .build()?;
+            WriteMode::Replace(range.clone())
+        }
+    };
     let prefix = format!("{}-{}", ctx.run_id, uuid::Uuid::new_v4().simple());
     let mut writer = TableWriter::new(
         &job.table.to_string(),
@@ -198,14 +224,10 @@ pub async fn run_transform(
         writer.write(batch).await?;
     }
     let files = writer.close().await?;
-    let staged = stage_overwrite(
-        target,
-        files,
-        ctx.catalog.file_io(),
-        ctx.snapshot_properties("transform"),
-    )
-    .await?;
-    Ok(TransformOutcome { staged })
+    let mut props = ctx.snapshot_properties("transform");
+    props.extend(properties);
+    let staged = stage_snapshot(target, files, ctx.catalog.file_io(), props, mode).await?;
+    Ok(TransformOutcome::Staged(Box::new(staged)))
 }
 
 fn exec_error(job: &TransformJob, e: DataFusionError) -> Error {

@@ -135,6 +135,36 @@ impl Project {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
+    /// Every row of a table, sorted by all its columns (for comparing whole tables).
+    pub fn contents(&self, table: &str) -> Vec<Vec<Option<String>>> {
+        let columns: Vec<String> = self.json(&["describe", table])["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| format!("\"{}\"", c["name"].as_str().unwrap()))
+            .collect();
+        self.query(&format!(
+            "SELECT * FROM {table} ORDER BY {}",
+            columns.join(", ")
+        ))
+    }
+
+    /// The live data files of a table: path -> (partition, SHA-256 of the file's bytes).
+    pub fn files(&self, table: &str) -> std::collections::BTreeMap<String, (String, String)> {
+        use sha2::Digest;
+        self.json(&["files", table])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let path = f["path"].as_str().unwrap().to_string();
+                let bytes = std::fs::read(&path).unwrap();
+                let hash = format!("{:x}", sha2::Sha256::digest(&bytes));
+                (path, (f["partition"].as_str().unwrap().to_string(), hash))
+            })
+            .collect()
+    }
+
     /// The current snapshot id of a table.
     pub fn current_snapshot(&self, table: &str) -> i64 {
         self.json(&["describe", table])["current_snapshot_id"]

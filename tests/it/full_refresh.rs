@@ -1,5 +1,6 @@
-//! Full refresh: a second run replaces silver and gold in one overwrite snapshot each, and the
-//! earlier snapshots stay readable with `--as-of`.
+//! Full refresh: a second run replaces gold tables in one overwrite snapshot each (silver.orders,
+//! `replace_partitions`, only gets its new month), and the earlier snapshots stay readable with
+//! `--as-of`.
 
 use crate::common::Project;
 
@@ -51,17 +52,28 @@ fn second_run_replaces_silver_and_gold_and_keeps_old_snapshots_readable() {
         Some("39")
     );
 
-    // History: two overwrite snapshots with honest counts, the second parented on the first.
+    // History: two snapshots with honest counts, the second parented on the first. Gold is
+    // rewritten whole (3 months deleted, 4 added); silver.orders only gains April (a replace of
+    // one partition that had nothing yet: 2 added, nothing deleted).
+    let history = p.json(&["history", "gold.monthly_revenue"]);
+    let snaps = history.as_array().unwrap();
+    assert_eq!(snaps.len(), 2);
+    assert_eq!(snaps[0]["snapshot_id"].as_i64(), Some(first_revenue));
+    assert_eq!(snaps[1]["parent_id"].as_i64(), Some(first_revenue));
+    assert_eq!(snaps[1]["operation"], "overwrite");
+    assert_eq!(snaps[1]["added_records"], 4);
+    assert_eq!(snaps[1]["deleted_records"], 3);
+    assert_eq!(snaps[1]["total_records"], 4);
+    assert_eq!(snaps[1]["current"], true);
     let history = p.json(&["history", "silver.orders"]);
     let snaps = history.as_array().unwrap();
     assert_eq!(snaps.len(), 2);
     assert_eq!(snaps[0]["snapshot_id"].as_i64(), Some(first_orders));
     assert_eq!(snaps[1]["parent_id"].as_i64(), Some(first_orders));
     assert_eq!(snaps[1]["operation"], "overwrite");
-    assert_eq!(snaps[1]["added_records"], 41);
-    assert_eq!(snaps[1]["deleted_records"], 39);
+    assert_eq!(snaps[1]["added_records"], 2);
+    assert_eq!(snaps[1]["deleted_records"], 0);
     assert_eq!(snaps[1]["total_records"], 41);
-    assert_eq!(snaps[1]["current"], true);
 
     // Independent readers honour the DELETED manifest entries of the overwrite: they see the
     // new version only, not both.

@@ -4,6 +4,7 @@
 mod common;
 
 mod atomic_publish;
+mod backfill;
 mod concurrency;
 mod exactly_once;
 mod full_refresh;

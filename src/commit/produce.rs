@@ -1,38 +1,46 @@
-//! The two snapshots a job produces. Overwrite: new files ADDED, every live file of the current
-//! snapshot DELETED in rewritten manifests (sequence numbers preserved). Append: new files
-//! ADDED, every live manifest of the current snapshot carried over untouched (commit cost grows
-//! with what changed, not with the table). Both with honest summary counts and totals.
+//! The snapshots a job produces, all with honest summaries (added/deleted files and records,
+//! totals) and sequence numbers preserved on every carried-over entry:
+//!
+//! - **append**: new files ADDED; every live manifest of the current snapshot is carried over
+//!   untouched (commit cost grows with what changed, not with the table or its history);
+//! - **overwrite**: new files ADDED; every live file DELETED in rewritten manifests;
+//! - **replace** (partitions of a [`PartitionRange`]): new files ADDED; live files in the range
+//!   DELETED, the other live files of the same manifests EXISTING; manifests whose partition
+//!   summary proves they hold no selected file are carried over without being read. With no new
+//!   files this is a **delete** of those partitions.
 
 use std::collections::HashMap;
 
 use iceberg::io::FileIO;
 use iceberg::spec::{
-    DataFile, FormatVersion, ManifestContentType, ManifestFile, ManifestList, ManifestListWriter,
-    ManifestStatus, ManifestWriterBuilder, Operation, Snapshot, SnapshotSummaryCollector, Summary,
+    DataFile, FormatVersion, ManifestContentType, ManifestFile, ManifestListWriter,
+    ManifestWriterBuilder, Operation, Snapshot, SnapshotSummaryCollector, Summary,
 };
 use uuid::Uuid;
 
-use super::{StagedTable, TableTarget};
+use super::{PartitionRange, StagedTable, TableTarget};
 use crate::error::{Error, Result};
 
 /// How a staged snapshot relates to the table's current content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WriteMode {
     /// The new files replace everything.
     Overwrite,
     /// The new files are added to what is there.
     Append,
+    /// The new files replace the partitions of the range; all other files stay as they are.
+    Replace(PartitionRange),
 }
 
-/// Stages a snapshot that replaces the whole content of `target` with `files`. The snapshot is
-/// added to the metadata but `main` is not moved: see [`StagedTable::into_change`].
-pub async fn stage_overwrite(
-    target: TableTarget,
-    files: Vec<DataFile>,
-    file_io: &FileIO,
-    properties: HashMap<String, String>,
-) -> Result<StagedTable> {
-    stage_snapshot(target, files, file_io, properties, WriteMode::Overwrite).await
+impl WriteMode {
+    /// The word the run record and messages use.
+    pub fn name(&self) -> &'static str {
+        match self {
+            WriteMode::Overwrite => "overwrite",
+            WriteMode::Append => "append",
+            WriteMode::Replace(_) => "replace_partitions",
+        }
+    }
 }
 
 /// Stages a snapshot of `mode` adding `files` to `target`; `main` is not moved.
@@ -47,6 +55,7 @@ pub async fn stage_snapshot(
         table,
         base_location,
         metadata,
+        ..
     } = target;
     if metadata.format_version() != FormatVersion::V2 {
         return Err(Error::table_msg(
@@ -57,6 +66,22 @@ pub async fn stage_snapshot(
             ),
         ));
     }
+    if let WriteMode::Replace(range) = &mode {
+        if let Some(f) = files.iter().find(|f| {
+            !range
+                .contains(metadata.default_partition_spec(), f.partition())
+                .unwrap_or(false)
+        }) {
+            return Err(Error::table_msg(
+                &table,
+                format!(
+                    "internal: file {} is outside the partitions being replaced ({range})",
+                    f.file_path()
+                ),
+            ));
+        }
+    }
+    let staged_files = files.clone();
     let snapshot_id = new_snapshot_id(&metadata);
     let sequence_number = metadata.next_sequence_number();
     let parent = metadata.current_snapshot_id();
@@ -96,31 +121,57 @@ pub async fn stage_snapshot(
         manifests.push(writer.write_manifest_file().await?);
     }
 
-    // Every live file of the current snapshot is deleted.
+    // The current snapshot's manifests: carried over, or rewritten with DELETED entries.
     let (mut deleted_rows, mut deleted_files, mut deleted_bytes) = (0u64, 0u64, 0u64);
     if let Some(current) = metadata.current_snapshot() {
-        let bytes = file_io
-            .new_input(current.manifest_list())?
-            .read()
-            .await
-            .map_err(|e| Error::table(&table, "cannot read the current manifest list", e))?;
-        let list = ManifestList::parse_with_version(&bytes, metadata.format_version())?;
+        let list = super::manifest_list(file_io, &metadata, current).await?;
         for manifest_file in list.entries() {
-            if mode == WriteMode::Append {
-                if manifest_file.has_added_files() || manifest_file.has_existing_files() {
-                    manifests.push(manifest_file.clone());
-                }
-                continue;
-            }
-            let manifest = manifest_file.load_manifest(file_io).await?;
-            let live: Vec<_> = manifest.entries().iter().filter(|e| e.is_alive()).collect();
-            if live.is_empty() {
-                continue;
+            if !manifest_file.has_added_files() && !manifest_file.has_existing_files() {
+                continue; // only DELETED entries: history, not content
             }
             let manifest_spec = metadata
                 .partition_spec_by_id(manifest_file.partition_spec_id)
                 .cloned()
                 .unwrap_or_else(|| spec.clone());
+            let touched = match &mode {
+                WriteMode::Append => false,
+                WriteMode::Overwrite => true,
+                WriteMode::Replace(range) => {
+                    range.may_touch(&manifest_spec, manifest_file.partitions.as_deref())
+                }
+            };
+            if !touched {
+                manifests.push(manifest_file.clone());
+                continue;
+            }
+            let manifest = manifest_file.load_manifest(file_io).await?;
+            let mut removed = Vec::new();
+            let mut kept = Vec::new();
+            for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
+                let remove = match &mode {
+                    WriteMode::Replace(range) => range
+                        .contains(&manifest_spec, entry.data_file().partition())
+                        .map_err(|m| {
+                            Error::table_msg(
+                                &table,
+                                format!(
+                                    "{m}: the table has files of an older partition spec; \
+                                     run the job as a full refresh first"
+                                ),
+                            )
+                        })?,
+                    _ => true,
+                };
+                if remove {
+                    removed.push(entry);
+                } else {
+                    kept.push(entry);
+                }
+            }
+            if removed.is_empty() {
+                manifests.push(manifest_file.clone());
+                continue;
+            }
             let output = file_io.new_output(next_manifest_path())?;
             let builder = ManifestWriterBuilder::new(
                 output,
@@ -132,23 +183,37 @@ pub async fn stage_snapshot(
                 ManifestContentType::Data => builder.build_v2_data(),
                 ManifestContentType::Deletes => builder.build_v2_deletes(),
             };
-            for entry in live {
-                debug_assert!(entry.status() != ManifestStatus::Deleted);
+            let sequence_of = |entry: &iceberg::spec::ManifestEntry| {
+                entry.sequence_number().ok_or_else(|| {
+                    Error::table_msg(
+                        &table,
+                        format!(
+                            "manifest entry for {} has no sequence number",
+                            entry.data_file().file_path()
+                        ),
+                    )
+                })
+            };
+            for entry in removed {
                 let file = entry.data_file().clone();
                 summary.remove_file(&file, schema.clone(), manifest_spec.clone());
                 deleted_rows += file.record_count();
                 deleted_files += 1;
                 deleted_bytes += file.file_size_in_bytes();
-                let seq = entry.sequence_number().ok_or_else(|| {
-                    Error::table_msg(
-                        &table,
-                        format!(
-                            "manifest entry for {} has no sequence number",
-                            file.file_path()
-                        ),
-                    )
-                })?;
+                let seq = sequence_of(entry)?;
                 writer.add_delete_file(file, seq, entry.file_sequence_number)?;
+            }
+            for entry in kept {
+                let seq = sequence_of(entry)?;
+                let added_by = entry
+                    .snapshot_id()
+                    .unwrap_or(manifest_file.added_snapshot_id);
+                writer.add_existing_file(
+                    entry.data_file().clone(),
+                    added_by,
+                    seq,
+                    entry.file_sequence_number,
+                )?;
             }
             manifests.push(writer.write_manifest_file().await?);
         }
@@ -167,8 +232,13 @@ pub async fn stage_snapshot(
     list_writer.add_manifests(manifests.into_iter())?;
     list_writer.close().await?;
 
-    let mut props = properties;
+    let mut props = properties.clone();
     props.extend(summary.build());
+    if let WriteMode::Replace(range) = &mode {
+        // What Spark writes for a dynamic partition overwrite, plus the range itself.
+        props.insert("replace-partitions".into(), "true".into());
+        props.insert("pipeline.partitions".into(), range.to_string());
+    }
     let previous = metadata.current_snapshot().map(|s| s.summary().clone());
     let prev_total = |key: &str| -> u64 {
         previous
@@ -207,9 +277,11 @@ pub async fn stage_snapshot(
         .with_timestamp_ms(chrono::Utc::now().timestamp_millis())
         .with_manifest_list(manifest_list_path)
         .with_summary(Summary {
-            operation: match mode {
+            operation: match &mode {
                 WriteMode::Overwrite => Operation::Overwrite,
                 WriteMode::Append => Operation::Append,
+                WriteMode::Replace(_) if added_files == 0 => Operation::Delete,
+                WriteMode::Replace(_) => Operation::Overwrite,
             },
             additional_properties: props,
         })
@@ -228,6 +300,10 @@ pub async fn stage_snapshot(
         added_rows,
         added_files,
         added_bytes,
+        deleted_rows,
+        mode,
+        files: staged_files,
+        properties,
     })
 }
 
