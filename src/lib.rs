@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod commit;
 pub mod context;
 pub mod error;
+pub mod fault;
 pub mod ingest;
 pub mod inspect;
 pub mod orphans;

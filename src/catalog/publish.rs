@@ -112,6 +112,7 @@ impl PipelineCatalog {
                     message: message.into(),
                 });
             }
+            crate::fault::pause_point("publishing");
         }
         if let Some(record) = &publication.record {
             runs::insert(&mut tx, &self.name, record).await?;

@@ -393,6 +393,7 @@ async fn write_lane(
         }
     }
     let data = writer.close().await?;
+    crate::fault::pause_point("bronze-files-written");
     let quarantine = match q_writer {
         Some(w) => w.close().await?,
         None => Vec::new(),

@@ -354,6 +354,7 @@ pub async fn run_pipeline(
     }
 
     // Publish every staged table in one catalog transaction.
+    crate::fault::pause_point("staged");
     let staged = std::mem::take(&mut *staged.lock().expect("staged lock"));
     observer.publishing(staged.len());
     let mut publication = Publication::default();

@@ -137,14 +137,22 @@ impl Project {
 
     /// Every row of a table, sorted by all its columns (for comparing whole tables).
     pub fn contents(&self, table: &str) -> Vec<Vec<Option<String>>> {
+        self.contents_without(table, &[])
+    }
+
+    /// Like [`Project::contents`], leaving out some columns (e.g. `_ingested_at` and `_run_id`,
+    /// which differ from run to run).
+    pub fn contents_without(&self, table: &str, skip: &[&str]) -> Vec<Vec<Option<String>>> {
         let columns: Vec<String> = self.json(&["describe", table])["columns"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|c| format!("\"{}\"", c["name"].as_str().unwrap()))
+            .map(|c| c["name"].as_str().unwrap())
+            .filter(|c| !skip.contains(c))
+            .map(|c| format!("\"{c}\""))
             .collect();
         self.query(&format!(
-            "SELECT * FROM {table} ORDER BY {}",
+            "SELECT {0} FROM {table} ORDER BY {0}",
             columns.join(", ")
         ))
     }
