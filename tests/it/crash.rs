@@ -35,6 +35,7 @@ fn kill_at(p: &Project, point: &str) {
             return;
         }
     }
+    child.wait().unwrap();
     panic!("the run ended without reaching {point}:\n{seen}");
 }
 
