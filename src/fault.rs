@@ -7,19 +7,30 @@
 //! - `publishing`: inside the publish transaction, after the first table pointer moved and
 //!   before the commit.
 //!
-//! Unset (always, outside tests), a pause point costs one environment lookup.
+//! With `PIPELINE_PAUSE_UNTIL=<file>` as well, the pause ends when that file exists (so a
+//! test can let another writer commit in between). Unset (always, outside tests), a pause
+//! point costs one environment lookup.
 
 use std::time::Duration;
 
 /// The environment variable naming the point to pause at.
 pub const PAUSE_AT: &str = "PIPELINE_PAUSE_AT";
 
-/// Stops this thread forever if `PIPELINE_PAUSE_AT` names `point`.
+/// The environment variable naming a file whose creation ends the pause.
+pub const PAUSE_UNTIL: &str = "PIPELINE_PAUSE_UNTIL";
+
+/// Stops this thread if `PIPELINE_PAUSE_AT` names `point`: forever, or until the file named by
+/// `PIPELINE_PAUSE_UNTIL` exists.
 pub fn pause_point(point: &str) {
     if std::env::var(PAUSE_AT).is_ok_and(|v| v == point) {
         eprintln!("pipeline: paused at {point} ({PAUSE_AT})");
+        let until = std::env::var_os(PAUSE_UNTIL).map(std::path::PathBuf::from);
         loop {
-            std::thread::sleep(Duration::from_secs(3600));
+            match &until {
+                Some(file) if file.exists() => return,
+                Some(_) => std::thread::sleep(Duration::from_millis(20)),
+                None => std::thread::sleep(Duration::from_secs(3600)),
+            }
         }
     }
 }

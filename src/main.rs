@@ -817,6 +817,11 @@ impl Observer for Progress {
             r.job, r.table, r.action, r.rows_in, r.rows_out, r.quarantined, r.files, r.bytes, r.seconds
         );
     }
+    fn rebasing(&self, table: &TableName, attempt: u32) {
+        eprintln!(
+            "  conflict  {table}: another writer committed first; rebasing (attempt {attempt})"
+        );
+    }
     fn waiting_for(&self, holder: &str) {
         eprintln!("  waiting   another run of this pipeline is in progress ({holder})");
     }

@@ -16,7 +16,7 @@ use iceberg_catalog_sql::{
 };
 use iceberg_storage_opendal::OpenDalStorageFactory;
 
-pub use publish::{Publication, TableChange};
+pub use publish::{Publication, PublishOutcome, TableChange};
 pub use runs::{RunRecord, TableRecord};
 
 use crate::error::{Error, Result};

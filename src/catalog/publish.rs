@@ -32,10 +32,37 @@ pub struct Publication {
     pub record: Option<RunRecord>,
 }
 
+/// What an attempt to publish did.
+pub enum PublishOutcome {
+    /// Every pointer moved; the new metadata location of each table, in order.
+    Published(Vec<String>),
+    /// Nothing moved: the changes (by index) whose table another writer moved first.
+    Conflicts(Vec<usize>),
+}
+
 impl PipelineCatalog {
     /// Publishes every change at once. On any conflict nothing moves and the error names the
     /// table. Returns the new metadata location of each table, in order.
     pub async fn publish(&self, publication: Publication) -> Result<Vec<String>> {
+        match self.try_publish(&publication).await? {
+            PublishOutcome::Published(locations) => Ok(locations),
+            PublishOutcome::Conflicts(indexes) => {
+                let change = &publication.changes[indexes[0]];
+                Err(Error::Conflict {
+                    table: change.table.to_string(),
+                    message: match change.expected_location {
+                        Some(_) => "another writer committed to it after this command read it",
+                        None => "another writer created it after this command started",
+                    }
+                    .into(),
+                })
+            }
+        }
+    }
+
+    /// Publishes every change at once, or (when another writer moved any of the tables since
+    /// the change was staged) nothing, reporting every such table.
+    pub async fn try_publish(&self, publication: &Publication) -> Result<PublishOutcome> {
         // 1. Write every new metadata file. Until the pointers move, nobody reads them.
         let mut planned = Vec::with_capacity(publication.changes.len());
         for change in &publication.changes {
@@ -59,7 +86,9 @@ impl PipelineCatalog {
         // 2. Move every pointer in one transaction.
         let mut conn = self.connect_sqlite().await?;
         let mut tx = conn.begin().await?;
-        for (change, new_location) in publication.changes.iter().zip(&planned) {
+        let mut conflicts = Vec::new();
+        for (index, (change, new_location)) in publication.changes.iter().zip(&planned).enumerate()
+        {
             let ns = &change.table.namespace;
             let name = &change.table.name;
             let moved = match (&change.expected_location, &change.metadata) {
@@ -102,23 +131,20 @@ impl PipelineCatalog {
                 .rows_affected(),
             };
             if moved != 1 {
-                tx.rollback().await?;
-                let message = match change.expected_location {
-                    Some(_) => "another writer committed to it after this run read it",
-                    None => "another writer created it after this run started",
-                };
-                return Err(Error::Conflict {
-                    table: change.table.to_string(),
-                    message: message.into(),
-                });
+                conflicts.push(index);
+                continue;
             }
             crate::fault::pause_point("publishing");
+        }
+        if !conflicts.is_empty() {
+            tx.rollback().await?;
+            return Ok(PublishOutcome::Conflicts(conflicts));
         }
         if let Some(record) = &publication.record {
             runs::insert(&mut tx, &self.name, record).await?;
         }
         tx.commit().await?;
-        Ok(planned)
+        Ok(PublishOutcome::Published(planned))
     }
 
     /// A connection to the catalog database that waits up to 30 s for other writers.

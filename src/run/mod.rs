@@ -7,6 +7,7 @@
 
 mod backfill_plan;
 mod lock;
+mod rebase;
 mod rollback;
 mod scope;
 mod validate;
@@ -26,7 +27,7 @@ pub use rollback::rollback;
 pub use scope::{decide, Forced, Scope};
 pub use validate::{validate, Validated};
 
-use crate::catalog::{Publication, RunRecord, TableRecord};
+use crate::catalog::{Publication, PublishOutcome, RunRecord, TableRecord};
 use crate::commit::StagedTable;
 use crate::context::{new_run_id, JobContext};
 use crate::error::{Error, Result};
@@ -83,6 +84,9 @@ pub trait Observer: Send + Sync {
     fn job_progress(&self, _table: &TableName, _rows: u64, _seconds: f64) {}
     fn job_finished(&self, _report: &JobReport) {}
     fn publishing(&self, _tables: usize) {}
+    /// Another writer moved `table` since this run read it; the run's snapshot is being
+    /// produced again on top of it (attempt `attempt`).
+    fn rebasing(&self, _table: &TableName, _attempt: u32) {}
     /// Another run of the pipeline holds the lock; this run waits for it.
     fn waiting_for(&self, _holder: &str) {}
 }
@@ -357,42 +361,71 @@ pub async fn run_pipeline(
     crate::fault::pause_point("staged");
     let staged = std::mem::take(&mut *staged.lock().expect("staged lock"));
     observer.publishing(staged.len());
-    let mut publication = Publication::default();
     let mut names: Vec<_> = staged.keys().cloned().collect();
     names.sort();
     let tables = names.iter().map(|t| t.to_string()).collect();
-    let mut staged = staged;
-    let mut record = RunRecord {
-        run_id: run_id.clone(),
-        pipeline: pipeline.name.clone(),
-        kind: if options.backfill.is_some() {
-            "backfill".into()
-        } else {
-            "run".into()
-        },
-        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        finished_at: String::new(),
-        rolls_back: None,
-        tables: Vec::new(),
+    let mut staged: Vec<StagedTable> = {
+        let mut staged = staged;
+        names
+            .iter()
+            .map(|n| staged.remove(n).expect("staged table"))
+            .collect()
     };
-    for name in names {
-        let table = staged.remove(&name).expect("staged table");
-        record.tables.push(TableRecord {
-            table: name.to_string(),
-            operation: table.mode.name().into(),
-            partitions: match &table.mode {
-                crate::commit::WriteMode::Replace(r) => Some(r.to_string()),
-                _ => None,
-            },
-            snapshot_before: table.metadata.current_snapshot_id(),
-            snapshot_after: Some(table.snapshot_id),
-            rows: total_records(table.metadata.snapshot_by_id(table.snapshot_id)),
-        });
-        publication.changes.push(table.into_change()?);
+    let kind = if options.backfill.is_some() {
+        "backfill"
+    } else {
+        "run"
+    };
+    // Optimistic concurrency: another writer (another pipeline, another tool) may have moved
+    // a table since this run read it. Rebase what can be rebased and try again, a few times.
+    const ATTEMPTS: u32 = 5;
+    for attempt in 1..=ATTEMPTS {
+        let mut publication = Publication::default();
+        let mut record = RunRecord {
+            run_id: run_id.clone(),
+            pipeline: pipeline.name.clone(),
+            kind: kind.into(),
+            started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            finished_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            rolls_back: None,
+            tables: Vec::new(),
+        };
+        for table in &staged {
+            record.tables.push(TableRecord {
+                table: table.table.to_string(),
+                operation: table.mode.name().into(),
+                partitions: match &table.mode {
+                    crate::commit::WriteMode::Replace(r) => Some(r.to_string()),
+                    _ => None,
+                },
+                snapshot_before: table.metadata.current_snapshot_id(),
+                snapshot_after: Some(table.snapshot_id),
+                rows: total_records(table.metadata.snapshot_by_id(table.snapshot_id)),
+            });
+            publication.changes.push(table.clone().into_change()?);
+        }
+        publication.record = Some(record);
+        let conflicts = match validated.catalog.try_publish(&publication).await? {
+            PublishOutcome::Published(_) => break,
+            PublishOutcome::Conflicts(conflicts) => conflicts,
+        };
+        if attempt == ATTEMPTS {
+            return Err(Error::Conflict {
+                table: staged[conflicts[0]].table.to_string(),
+                message: format!(
+                    "other writers kept committing to it; gave up after {ATTEMPTS} attempts"
+                ),
+            });
+        }
+        for i in conflicts {
+            tracing::info!(table = %staged[i].table, attempt, "another writer moved the table; rebasing");
+            observer.rebasing(&staged[i].table, attempt);
+            staged[i] = rebase::rebase(&validated.catalog, &staged[i]).await?;
+        }
+        let backoff = 50u64 << attempt;
+        let jitter = uuid::Uuid::new_v4().as_u128() as u64 % backoff;
+        tokio::time::sleep(std::time::Duration::from_millis(backoff + jitter)).await;
     }
-    record.finished_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    publication.record = Some(record);
-    validated.catalog.publish(publication).await?;
     drop(lock);
 
     Ok(RunReport {

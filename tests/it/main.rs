@@ -6,6 +6,7 @@ mod common;
 mod atomic_publish;
 mod backfill;
 mod concurrency;
+mod conflicts;
 mod crash;
 mod exactly_once;
 mod full_refresh;

@@ -1,0 +1,119 @@
+//! Optimistic concurrency at publish: when another writer moved a table after this run staged
+//! its snapshot, the snapshot is produced again on top of the new state, or the run fails with a
+//! conflict that names the table (and the partitions) and publishes nothing.
+//!
+//! - **append**: always rebased (new files are added to whatever is there), unless the other
+//!   writer loaded one of the same source files (the ledger would count it twice);
+//! - **replace**: rebased when the other writer changed no file in the replaced partitions;
+//!   otherwise a conflict naming those partitions;
+//! - **overwrite**: a conflict (the run computed the whole table from what it read).
+//!
+//! A table's schema or partition spec changed by the other writer is always a conflict.
+
+use std::collections::BTreeSet;
+
+use crate::catalog::PipelineCatalog;
+use crate::commit::{changed_files, stage_snapshot, StagedTable, TableTarget, WriteMode};
+use crate::error::{Error, Result};
+use crate::ingest::ledger::{loaded_files, LoadedFile, LEDGER_KEY};
+
+/// Produces `staged` again on the table's current state in the catalog.
+pub async fn rebase(catalog: &PipelineCatalog, staged: &StagedTable) -> Result<StagedTable> {
+    let conflict = |message: String| Error::Conflict {
+        table: staged.table.to_string(),
+        message,
+    };
+    if staged.base_location.is_none() {
+        return Err(conflict(
+            "another writer created it after this run started".into(),
+        ));
+    }
+    let current = catalog
+        .load(&staged.table)
+        .await?
+        .ok_or_else(|| conflict("another writer dropped it".into()))?;
+    let metadata = current.metadata().clone();
+    let theirs = metadata.current_snapshot_id();
+    let rerun = "run it again to compute on top of that change";
+    if metadata.current_schema().as_struct() != staged.metadata.current_schema().as_struct()
+        || metadata.default_partition_spec().fields()
+            != staged.metadata.default_partition_spec().fields()
+    {
+        return Err(conflict(format!(
+            "another writer changed its schema or partitioning; {rerun}"
+        )));
+    }
+    match &staged.mode {
+        WriteMode::Overwrite => {
+            return Err(conflict(format!(
+                "another writer committed snapshot {} to it after this run read it, and a full \
+                 refresh cannot be rebased; {rerun}",
+                theirs.unwrap_or_default()
+            )))
+        }
+        WriteMode::Append => {
+            let ours: Vec<LoadedFile> = staged
+                .properties
+                .get(LEDGER_KEY)
+                .and_then(|t| serde_json::from_str(t).ok())
+                .unwrap_or_default();
+            let loaded = loaded_files(&metadata);
+            if let Some((f, (_, by))) = ours
+                .iter()
+                .find_map(|f| loaded.get(&f.path).map(|l| (f, l)))
+            {
+                return Err(conflict(format!(
+                    "another writer loaded {} into it concurrently (snapshot {by}); {rerun}",
+                    f.path
+                )));
+            }
+        }
+        WriteMode::Replace(range) => {
+            let base = staged.metadata.current_snapshot_id();
+            let changed = changed_files(current.file_io(), &metadata, base, theirs).await?;
+            let Some(changed) = changed else {
+                return Err(conflict(format!(
+                    "the snapshot this run started from is gone; {rerun}"
+                )));
+            };
+            let spec = metadata.default_partition_spec();
+            let mut hit = range.clone();
+            hit.units = BTreeSet::new();
+            for file in &changed {
+                if range.contains(spec, file.partition()).unwrap_or(true) {
+                    let unit = match file.partition().fields().get(
+                        spec.fields()
+                            .iter()
+                            .position(|f| f.name == range.field)
+                            .unwrap_or(0),
+                    ) {
+                        Some(Some(iceberg::spec::Literal::Primitive(
+                            iceberg::spec::PrimitiveLiteral::Int(u),
+                        ))) => Some(*u),
+                        _ => None,
+                    };
+                    hit.units.extend(unit);
+                }
+            }
+            if !hit.is_empty() {
+                return Err(conflict(format!(
+                    "another writer changed partitions {hit} after this run read them; {rerun}"
+                )));
+            }
+        }
+    }
+    let target = TableTarget {
+        table: staged.table.clone(),
+        base_location: Some(current.metadata_location_result()?.to_string()),
+        metadata,
+        reshaped: false,
+    };
+    stage_snapshot(
+        target,
+        staged.files.clone(),
+        catalog.file_io(),
+        staged.properties.clone(),
+        staged.mode.clone(),
+    )
+    .await
+}
