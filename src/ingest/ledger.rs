@@ -1,7 +1,10 @@
 //! The file ledger that makes ingest exactly-once. Every bronze snapshot records, in its
 //! summary and so in the same commit as the rows, the source files it loaded (path, size,
 //! modification time, SHA-256). A run loads only files that no snapshot on the table's `main`
-//! ancestry recorded; a recorded file whose content changed stops the run.
+//! ancestry recorded; a recorded file whose content changed stops the run. A recorded file
+//! whose size and modification time both match its entry is taken as unchanged without being
+//! read again (as make and rsync do), so a run's cost does not grow with the files already
+//! loaded; any other recorded file is hashed and compared.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -27,6 +30,24 @@ pub struct LoadedFile {
     pub sha256: String,
 }
 
+/// Size and modification time (as recorded in the ledger) of a file, without reading it.
+pub fn stat(path: &Path) -> Result<(u64, Option<String>)> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    Ok((meta.len(), modified_text(&meta)))
+}
+
+fn modified_text(meta: &std::fs::Metadata) -> Option<String> {
+    meta.modified().ok().map(|t| {
+        chrono::DateTime::<chrono::Utc>::from(t)
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    })
+}
+
+/// True when `entry` surely describes the file as it is now (same size and modification time).
+pub fn unchanged(entry: &LoadedFile, size: u64, modified: &Option<String>) -> bool {
+    entry.size == size && entry.modified.is_some() && &entry.modified == modified
+}
+
 /// Fingerprints a source file (reads it once).
 pub fn fingerprint(path: &Path, shown: &str) -> Result<LoadedFile> {
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
@@ -44,10 +65,7 @@ pub fn fingerprint(path: &Path, shown: &str) -> Result<LoadedFile> {
     Ok(LoadedFile {
         path: shown.to_string(),
         size: meta.len(),
-        modified: meta.modified().ok().map(|t| {
-            chrono::DateTime::<chrono::Utc>::from(t)
-                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-        }),
+        modified: modified_text(&meta),
         sha256: digest.iter().map(|b| format!("{b:02x}")).collect(),
     })
 }

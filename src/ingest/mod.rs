@@ -184,24 +184,32 @@ pub async fn run_ingest(
     }
     // Exactly once: skip files recorded on the table's history; refuse changed ones.
     let ledger = ledger::loaded_files(&target.metadata);
-    let project_dir = ctx.project_dir.clone();
-    let found = files.clone();
+    // Files recorded with the same size and modification time are not read again.
+    let mut to_check = Vec::new();
+    for path in &files {
+        let shown = display_path_in(&ctx.project_dir, path)
+            .to_string_lossy()
+            .replace('\\', "/");
+        let (size, modified) = ledger::stat(path)?;
+        let known = ledger
+            .get(&shown)
+            .is_some_and(|(old, _)| ledger::unchanged(old, size, &modified));
+        if !known {
+            to_check.push((path.clone(), shown));
+        }
+    }
+    let found = to_check.clone();
     let fingerprints = tokio::task::spawn_blocking(move || {
         found
             .iter()
-            .map(|p| {
-                let shown = display_path_in(&project_dir, p)
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                ledger::fingerprint(p, &shown)
-            })
+            .map(|(p, shown)| ledger::fingerprint(p, shown))
             .collect::<Result<Vec<_>>>()
     })
     .await
     .map_err(|e| Error::Usage(format!("fingerprinting failed: {e}")))??;
     let mut new_files = Vec::new();
     let mut new_prints = Vec::new();
-    for (path, print) in files.iter().zip(fingerprints) {
+    for ((path, _), print) in to_check.iter().zip(fingerprints) {
         match ledger.get(&print.path) {
             None => {
                 new_files.push(path.clone());
