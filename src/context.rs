@@ -14,6 +14,9 @@ pub struct JobContext {
     pub run_id: String,
     /// Run start, microseconds since the epoch (the `_ingested_at` of every row).
     pub started_at_micros: i64,
+    /// A loaded source file whose content changed is loaded again, its old rows removed
+    /// (instead of stopping the run).
+    pub reload_changed: bool,
 }
 
 impl JobContext {

@@ -81,6 +81,11 @@ enum Command {
         /// Recompute every transform whole, even when nothing changed.
         #[arg(long)]
         full_refresh: bool,
+        /// Load again source files whose content changed since they were loaded: their old
+        /// rows are replaced by the new content in the same commit (default: such a file
+        /// stops the run).
+        #[arg(long)]
+        reload_changed: bool,
         #[command(flatten)]
         wait: WaitArgs,
     },
@@ -228,6 +233,7 @@ async fn main_inner(cli: Cli) -> Result<()> {
         Command::Run {
             pipeline,
             full_refresh,
+            reload_changed,
             wait,
         } => {
             let spec = load_pipeline(&project, pipeline)?;
@@ -236,6 +242,7 @@ async fn main_inner(cli: Cli) -> Result<()> {
             });
             let mut options = RunOptions::new(wait.lock_wait());
             options.full_refresh = *full_refresh;
+            options.reload_changed = *reload_changed;
             let report = run_pipeline(&spec, observer, options).await?;
             print_run(&report, cli.json)
         }

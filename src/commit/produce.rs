@@ -9,7 +9,7 @@
 //!   summary proves they hold no selected file are carried over without being read. With no new
 //!   files this is a **delete** of those partitions.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use iceberg::io::FileIO;
 use iceberg::spec::{
@@ -30,6 +30,9 @@ pub enum WriteMode {
     Append,
     /// The new files replace the partitions of the range; all other files stay as they are.
     Replace(PartitionRange),
+    /// The listed data files (by path) are deleted, the new files added (copy-on-write row
+    /// removal, e.g. the old rows of a reloaded source file).
+    Rewrite(BTreeSet<String>),
 }
 
 impl WriteMode {
@@ -39,6 +42,7 @@ impl WriteMode {
             WriteMode::Overwrite => "overwrite",
             WriteMode::Append => "append",
             WriteMode::Replace(_) => "replace_partitions",
+            WriteMode::Rewrite(_) => "rewrite",
         }
     }
 }
@@ -135,7 +139,7 @@ pub async fn stage_snapshot(
                 .unwrap_or_else(|| spec.clone());
             let touched = match &mode {
                 WriteMode::Append => false,
-                WriteMode::Overwrite => true,
+                WriteMode::Overwrite | WriteMode::Rewrite(_) => true,
                 WriteMode::Replace(range) => {
                     range.may_touch(&manifest_spec, manifest_file.partitions.as_deref())
                 }
@@ -160,6 +164,7 @@ pub async fn stage_snapshot(
                                 ),
                             )
                         })?,
+                    WriteMode::Rewrite(paths) => paths.contains(entry.file_path()),
                     _ => true,
                 };
                 if remove {
@@ -281,7 +286,7 @@ pub async fn stage_snapshot(
                 WriteMode::Overwrite => Operation::Overwrite,
                 WriteMode::Append => Operation::Append,
                 WriteMode::Replace(_) if added_files == 0 => Operation::Delete,
-                WriteMode::Replace(_) => Operation::Overwrite,
+                WriteMode::Replace(_) | WriteMode::Rewrite(_) => Operation::Overwrite,
             },
             additional_properties: props,
         })

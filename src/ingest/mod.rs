@@ -9,6 +9,7 @@ mod batch;
 mod csv_source;
 mod json_source;
 pub mod ledger;
+mod reload;
 mod sink;
 pub mod values;
 
@@ -43,6 +44,11 @@ pub struct IngestOutcome {
     /// Source files skipped because an earlier snapshot loaded them.
     pub already_loaded: usize,
     pub files: Vec<FileStats>,
+    /// With `--reload-changed`: the changed files loaded again, the rows of their earlier
+    /// content removed, and the rows carried into rewritten data files.
+    pub reloaded: usize,
+    pub replaced_rows: u64,
+    pub rewritten_rows: u64,
 }
 
 impl IngestOutcome {
@@ -209,6 +215,7 @@ pub async fn run_ingest(
     .map_err(|e| Error::Usage(format!("fingerprinting failed: {e}")))??;
     let mut new_files = Vec::new();
     let mut new_prints = Vec::new();
+    let mut reloaded = std::collections::BTreeSet::new();
     for ((path, _), print) in to_check.iter().zip(fingerprints) {
         match ledger.get(&print.path) {
             None => {
@@ -216,11 +223,16 @@ pub async fn run_ingest(
                 new_prints.push(print);
             }
             Some((old, _)) if old.sha256 == print.sha256 => {}
+            Some(_) if ctx.reload_changed => {
+                reloaded.insert(print.path.clone());
+                new_files.push(path.clone());
+                new_prints.push(print);
+            }
             Some((old, snapshot)) => {
                 return Err(Error::Input {
                     path: PathBuf::from(&print.path),
                     message: format!(
-                        "changed since {} loaded it in snapshot {snapshot} (size {} -> {}, different SHA-256); its old rows are in {}. Restore the file, or deliver the new content under a new file name",
+                        "changed since {} loaded it in snapshot {snapshot} (size {} -> {}, different SHA-256); its old rows are in {}. Restore the file, deliver the new content under a new file name, or run with --reload-changed to replace the file's rows with its new content",
                         job.table, old.size, print.size, job.table
                     ),
                 });
@@ -238,6 +250,9 @@ pub async fn run_ingest(
             current_snapshot,
             already_loaded,
             files: Vec::new(),
+            reloaded: 0,
+            replaced_rows: 0,
+            rewritten_rows: 0,
         });
     }
     let files = new_files;
@@ -359,18 +374,33 @@ pub async fn run_ingest(
     }
     stats.sort_by_key(|(i, _)| *i);
 
-    let staged = stage_snapshot(
-        target,
-        data_files,
-        catalog.file_io(),
-        props.clone(),
-        WriteMode::Append,
-    )
-    .await?;
+    // --reload-changed: the old rows of reloaded files go in the same snapshot.
+    let (mut replaced_rows, mut rewritten_rows) = (0, 0);
+    let (mode, q_mode) = if reloaded.is_empty() {
+        (WriteMode::Append, WriteMode::Append)
+    } else {
+        let removal = remove_old_rows(ctx, job, &target, "_source_file", &reloaded).await?;
+        tracing::info!(table = %job.table, rows = removal.rows, files = ?reloaded, "reloading changed files");
+        replaced_rows = removal.rows;
+        rewritten_rows = removal.rewritten.iter().map(|f| f.record_count()).sum();
+        data_files.extend(removal.rewritten);
+        let q_mode = match &q_target {
+            Some(t) => {
+                let q = remove_old_rows(ctx, job, t, "source_file", &reloaded).await?;
+                q_files.extend(q.rewritten);
+                WriteMode::Rewrite(q.deleted)
+            }
+            None => WriteMode::Append,
+        };
+        (WriteMode::Rewrite(removal.deleted), q_mode)
+    };
+    let staged = stage_snapshot(target, data_files, catalog.file_io(), props.clone(), mode).await?;
     let quarantine = match q_target {
-        // A quarantine snapshot only when there is something to add (or the table is new).
-        Some(t) if !q_files.is_empty() || t.base_location.is_none() => {
-            Some(stage_snapshot(t, q_files, catalog.file_io(), props, WriteMode::Append).await?)
+        // A quarantine snapshot only when something changes (or the table is new).
+        Some(t)
+            if !q_files.is_empty() || t.base_location.is_none() || q_mode != WriteMode::Append =>
+        {
+            Some(stage_snapshot(t, q_files, catalog.file_io(), props, q_mode).await?)
         }
         _ => None,
     };
@@ -381,7 +411,38 @@ pub async fn run_ingest(
         current_snapshot,
         already_loaded,
         files: stats.into_iter().map(|(_, s)| s).collect(),
+        reloaded: reloaded.len(),
+        replaced_rows,
+        rewritten_rows,
     })
+}
+
+/// Rewrites the data files of `target` holding rows whose `column` names a reloaded file.
+async fn remove_old_rows(
+    ctx: &JobContext,
+    job: &IngestJob,
+    target: &crate::commit::TableTarget,
+    column: &str,
+    reloaded: &std::collections::BTreeSet<String>,
+) -> Result<reload::Removal> {
+    let prefix = format!("{}-{}", ctx.run_id, uuid::Uuid::new_v4().simple());
+    let writer = TableWriter::new(
+        &target.table.to_string(),
+        &target.metadata,
+        ctx.catalog.file_io().clone(),
+        job.target_file_size,
+        &prefix,
+    )
+    .await?;
+    reload::remove_rows_of(
+        &target.table,
+        &target.metadata,
+        ctx.catalog.file_io(),
+        column,
+        reloaded,
+        writer,
+    )
+    .await
 }
 
 /// Writes the batches of one lane; returns its data files and quarantine files.

@@ -102,6 +102,9 @@ pub struct RunOptions {
     pub wait: LockWait,
     /// Recompute every transform whole, whatever changed.
     pub full_refresh: bool,
+    /// Load again source files whose content changed since they were loaded, replacing their
+    /// old rows (instead of failing).
+    pub reload_changed: bool,
     /// Set for a backfill: no ingest job runs, and only the selected tables (and what is
     /// downstream of them) are recomputed.
     pub backfill: Option<Backfill>,
@@ -113,6 +116,7 @@ impl RunOptions {
         RunOptions {
             wait,
             full_refresh: false,
+            reload_changed: false,
             backfill: None,
         }
     }
@@ -168,6 +172,7 @@ pub async fn run_pipeline(
         pipeline: pipeline.name.clone(),
         run_id: run_id.clone(),
         started_at_micros: started_at.timestamp_micros(),
+        reload_changed: options.reload_changed,
     });
     let pipeline = Arc::new(pipeline.clone());
     let parsed = Arc::new(validated.plan.transforms.clone());
@@ -279,7 +284,7 @@ pub async fn run_pipeline(
                         job: "ingest".into(),
                         table: o.table.to_string(),
                         rows_in: o.records(),
-                        rows_out: new.map_or(0, |s| s.added_rows),
+                        rows_out: new.map_or(0, |s| s.added_rows - o.rewritten_rows),
                         quarantined: o.quarantined(),
                         files: new.map_or(0, |s| s.added_files),
                         bytes: new.map_or(0, |s| s.added_bytes),
@@ -288,10 +293,13 @@ pub async fn run_pipeline(
                             .or(o.current_snapshot)
                             .unwrap_or_default(),
                         already_loaded: o.already_loaded,
-                        action: if new.is_some() {
-                            "append".into()
-                        } else {
-                            "nothing new".into()
+                        action: match (new.is_some(), o.reloaded) {
+                            (false, _) => "nothing new".into(),
+                            (true, 0) => "append".into(),
+                            (true, n) => format!(
+                                "append; {n} changed file(s) reloaded, {} old rows replaced",
+                                o.replaced_rows
+                            ),
                         },
                         seconds,
                         sources: o.files.clone(),

@@ -4,6 +4,7 @@
 //!
 //! - **append**: always rebased (new files are added to whatever is there), unless the other
 //!   writer loaded one of the same source files (the ledger would count it twice);
+//! - **rewrite** (reloaded files): like an append, and the files it rewrites must be untouched;
 //! - **replace**: rebased when the other writer changed no file in the replaced partitions;
 //!   otherwise a conflict naming those partitions;
 //! - **overwrite**: a conflict (the run computed the whole table from what it read).
@@ -51,21 +52,32 @@ pub async fn rebase(catalog: &PipelineCatalog, staged: &StagedTable) -> Result<S
                 theirs.unwrap_or_default()
             )))
         }
-        WriteMode::Append => {
+        WriteMode::Append | WriteMode::Rewrite(_) => {
+            // A source file this run loads must not have been loaded by the other writer.
             let ours: Vec<LoadedFile> = staged
                 .properties
                 .get(LEDGER_KEY)
                 .and_then(|t| serde_json::from_str(t).ok())
                 .unwrap_or_default();
-            let loaded = loaded_files(&metadata);
-            if let Some((f, (_, by))) = ours
-                .iter()
-                .find_map(|f| loaded.get(&f.path).map(|l| (f, l)))
-            {
+            let before = loaded_files(&staged.metadata);
+            let now = loaded_files(&metadata);
+            if let Some((f, by)) = ours.iter().find_map(|f| {
+                let by = now.get(&f.path).map(|(_, by)| *by)?;
+                (before.get(&f.path).map(|(_, b)| *b) != Some(by)).then_some((f, by))
+            }) {
                 return Err(conflict(format!(
                     "another writer loaded {} into it concurrently (snapshot {by}); {rerun}",
                     f.path
                 )));
+            }
+            if let WriteMode::Rewrite(removed) = &staged.mode {
+                let base = staged.metadata.current_snapshot_id();
+                let changed = changed_files(current.file_io(), &metadata, base, theirs).await?;
+                if changed.is_none_or(|c| c.iter().any(|f| removed.contains(f.file_path()))) {
+                    return Err(conflict(format!(
+                        "another writer changed data files this run rewrites; {rerun}"
+                    )));
+                }
             }
         }
         WriteMode::Replace(range) => {

@@ -128,3 +128,76 @@ fn loaded_files_moved_away_from_the_landing_folder_mean_nothing_new() {
         Some("39")
     );
 }
+
+/// A corrected March POS export: two rows, one price changed, the bad records gone.
+const CORRECTED_MARCH: &str = "order_id,customer_id,order_ts,product,quantity,unit_price,status\n\
+                               1031,2,2026-03-01 09:15:00,Tea,3,4.75,placed\n\
+                               1032,8,2026-03-02 11:00:00,Desk Lamp,1,39.90,shipped\n";
+
+#[test]
+fn reload_changed_replaces_a_files_rows_instead_of_appending_them() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    let file = "sample-data/retail/orders/pos_2026-03-05.csv";
+    let old_rows = p.query(&format!(
+        "SELECT count(*) FROM bronze.pos_orders WHERE _source_file = '{file}'"
+    ))[0][0]
+        .clone()
+        .unwrap();
+    assert_ne!(old_rows, "2");
+    p.write(file, CORRECTED_MARCH);
+    let report = p.json(&["run", "retail", "--reload-changed"]);
+    let pos = report["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["table"] == "bronze.pos_orders")
+        .unwrap()
+        .clone();
+    assert_eq!(pos["rows_out"], 2, "{pos}");
+
+    // The file's rows are its new content, once; its old bad records are gone too.
+    assert_eq!(
+        p.query(&format!(
+            "SELECT order_id, unit_price FROM bronze.pos_orders WHERE _source_file = '{file}' ORDER BY order_id"
+        )),
+        vec![
+            vec![Some("1031".into()), Some("4.75".into())],
+            vec![Some("1032".into()), Some("39.90".into())]
+        ]
+    );
+    assert_eq!(
+        p.query(&format!(
+            "SELECT count(*) FROM bronze.pos_orders__quarantine WHERE source_file = '{file}'"
+        ))[0][0]
+            .as_deref(),
+        Some("0")
+    );
+
+    // Every table equals what a clean run over the corrected file computes.
+    let clean = Project::retail();
+    clean.write(file, CORRECTED_MARCH);
+    clean.json(&["run", "retail"]);
+    for t in p.tables() {
+        assert_eq!(
+            p.contents_without(&t, &["_ingested_at", "_run_id"]),
+            clean.contents_without(&t, &["_ingested_at", "_run_id"]),
+            "{t}"
+        );
+    }
+    let readers = p.independent_readers();
+    let rows = p.query("SELECT count(*) FROM bronze.pos_orders")[0][0]
+        .clone()
+        .unwrap();
+    for reader in ["pyiceberg", "duckdb"] {
+        assert_eq!(
+            readers["bronze.pos_orders"][reader]["rows"].to_string(),
+            rows,
+            "{reader}"
+        );
+    }
+
+    // The ledger now holds the new content: the next run has nothing to do.
+    let again = p.json(&["run", "retail"]);
+    assert!(again["tables"].as_array().unwrap().is_empty(), "{again}");
+}
