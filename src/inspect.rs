@@ -38,6 +38,10 @@ pub struct TableInfo {
     pub rows: u64,
     pub data_files: u64,
     pub bytes: u64,
+    /// Manifests of the current snapshot (merge-append keeps this small).
+    pub manifests: u64,
+    /// Snapshots kept in the table's metadata.
+    pub snapshots: u64,
 }
 
 /// One snapshot in `pipeline history`.
@@ -93,6 +97,13 @@ pub async fn describe(catalog: &PipelineCatalog, table: &TableName) -> Result<Ta
         .collect();
     let current = m.current_snapshot();
     let summary = current.map(|s| s.summary());
+    let manifests = match current {
+        Some(s) => crate::commit::manifest_list(t.file_io(), m, s)
+            .await?
+            .entries()
+            .len() as u64,
+        None => 0,
+    };
     Ok(TableInfo {
         table: table.to_string(),
         location: m.location().to_string(),
@@ -104,6 +115,8 @@ pub async fn describe(catalog: &PipelineCatalog, table: &TableName) -> Result<Ta
         rows: summary.map_or(0, |s| summary_u64(s, "total-records")),
         data_files: summary.map_or(0, |s| summary_u64(s, "total-data-files")),
         bytes: summary.map_or(0, |s| summary_u64(s, "total-files-size")),
+        manifests,
+        snapshots: m.snapshots().count() as u64,
     })
 }
 

@@ -409,6 +409,10 @@ async fn main_inner(cli: Cli) -> Result<()> {
                     info.data_files, info.bytes
                 );
                 println!(
+                    "metadata:         {} snapshots, {} manifests in the current one",
+                    info.snapshots, info.manifests
+                );
+                println!(
                     "partitioned by:   {}",
                     if info.partition_spec.is_empty() {
                         "(unpartitioned)".to_string()

@@ -9,16 +9,24 @@
 //! ```text
 //!              lock (one run per pipeline; OS file lock, released however the holder exits)
 //!                │
+//!   scope ───────┤ per transform: up to date (skip) | partition range | full, from the input
+//!                │ snapshots its table's last snapshot recorded (run/scope.rs)
+//!                │
 //!   target ──────┤ table as the run found it (schema/spec evolved if the job changed them)
 //!                │ write data files, manifests, manifest list        [crash: orphan files only]
 //!                ▼
-//!   staged ──────┤ snapshot added to in-memory metadata, NOT on `main`;
-//!                │ downstream jobs of the run read it                 [crash: orphan files only]
+//!   staged ──────┤ snapshot added to in-memory metadata, NOT on `main` (an unreferenced
+//!                │ snapshot); downstream jobs of the run read it      [crash: orphan files only]
 //!                │ every job done: write each table's next metadata file
 //!                ▼
 //!   publishing ──┤ ONE SQLite transaction: per table, compare-and-set of the metadata
 //!                │ location the run started from (or INSERT for a new table), plus the run
-//!                │ record (pipeline_runs)                 [crash or conflict: nothing moved]
+//!                │ record (pipeline_runs)                 [crash: nothing moved]
+//!                │
+//!                ├── conflict (another writer moved a table): nothing moved; each such table
+//!                │   is rebased (append; replace of untouched partitions) and publishing is
+//!                │   tried again (5 attempts, backoff), or the run fails naming the table and
+//!                │   partitions (overlapping replace, overwrite)          (run/rebase.rs)
 //!                ▼
 //!   published ───┘ every table's `main` at its new snapshot, the record says from where
 //!                  (undo: `pipeline rollback RUN`, the same transaction in reverse)
@@ -26,6 +34,12 @@
 //!
 //! Exactly-once ingest rides on the same commit: each append snapshot's summary lists the
 //! source files it loaded (`pipeline.loaded-files`), so rows and ledger become visible together.
+//! Incremental transforms ride on it too: each transform snapshot records the input snapshots
+//! it read (`pipeline.inputs`), so the next run knows exactly what changed since.
+//!
+//! Crash points are tested by killing the process (SIGKILL) at `bronze-files-written`,
+//! `staged` and `publishing` (see [`crate::fault`]): no table shows any part of the dead run,
+//! and `pipeline orphans` finds the files it left.
 
 mod diff;
 mod produce;

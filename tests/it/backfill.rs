@@ -205,7 +205,11 @@ fn late_rows_recompute_only_their_months_and_match_a_clean_run() {
         "replace order_date_month in 2026-01, 2026-04"
     );
     assert_eq!(action("silver.customers"), "up to date");
-    assert!(action("gold.monthly_revenue").starts_with("full refresh"));
+    assert_eq!(
+        action("gold.monthly_revenue"),
+        "replace month_month in 2026-01, 2026-04"
+    );
+    assert!(action("gold.customer_metrics").starts_with("full refresh"));
     // February and March files are untouched.
     let after = p.files("silver.orders");
     for month in ["2026-02", "2026-03"] {

@@ -10,6 +10,7 @@ fn second_run_replaces_silver_and_gold_and_keeps_old_snapshots_readable() {
     p.json(&["run", "retail"]);
     let first_orders = p.current_snapshot("silver.orders");
     let first_revenue = p.current_snapshot("gold.monthly_revenue");
+    let first_metrics = p.current_snapshot("gold.customer_metrics");
     let before = p.query("SELECT * FROM gold.monthly_revenue ORDER BY month");
 
     // A late file arrives: two April orders by customer 1 (valid), amounts 20.00 and 7.50.
@@ -52,19 +53,26 @@ fn second_run_replaces_silver_and_gold_and_keeps_old_snapshots_readable() {
         Some("39")
     );
 
-    // History: two snapshots with honest counts, the second parented on the first. Gold is
-    // rewritten whole (3 months deleted, 4 added); silver.orders only gains April (a replace of
-    // one partition that had nothing yet: 2 added, nothing deleted).
-    let history = p.json(&["history", "gold.monthly_revenue"]);
+    // History: two snapshots with honest counts, the second parented on the first.
+    // gold.customer_metrics (full refresh) is rewritten whole: 12 customers deleted, 12 added.
+    // silver.orders and gold.monthly_revenue (replace_partitions) only gain April: a replace of
+    // one partition that had nothing yet.
+    let history = p.json(&["history", "gold.customer_metrics"]);
     let snaps = history.as_array().unwrap();
     assert_eq!(snaps.len(), 2);
-    assert_eq!(snaps[0]["snapshot_id"].as_i64(), Some(first_revenue));
-    assert_eq!(snaps[1]["parent_id"].as_i64(), Some(first_revenue));
+    assert_eq!(snaps[0]["snapshot_id"].as_i64(), Some(first_metrics));
+    assert_eq!(snaps[1]["parent_id"].as_i64(), Some(first_metrics));
     assert_eq!(snaps[1]["operation"], "overwrite");
-    assert_eq!(snaps[1]["added_records"], 4);
-    assert_eq!(snaps[1]["deleted_records"], 3);
-    assert_eq!(snaps[1]["total_records"], 4);
+    assert_eq!(snaps[1]["added_records"], 12);
+    assert_eq!(snaps[1]["deleted_records"], 12);
+    assert_eq!(snaps[1]["total_records"], 12);
     assert_eq!(snaps[1]["current"], true);
+    let history = p.json(&["history", "gold.monthly_revenue"]);
+    let snaps = history.as_array().unwrap();
+    assert_eq!(snaps[1]["parent_id"].as_i64(), Some(first_revenue));
+    assert_eq!(snaps[1]["added_records"], 1);
+    assert_eq!(snaps[1]["deleted_records"], 0);
+    assert_eq!(snaps[1]["total_records"], 4);
     let history = p.json(&["history", "silver.orders"]);
     let snaps = history.as_array().unwrap();
     assert_eq!(snaps.len(), 2);

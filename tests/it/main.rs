@@ -11,6 +11,7 @@ mod crash;
 mod exactly_once;
 mod full_refresh;
 mod interop;
+mod many_appends;
 mod orphans;
 mod partitioning;
 mod quarantine;
