@@ -276,3 +276,77 @@ fn backfill_arguments_are_checked() {
         "{err}"
     );
 }
+
+#[test]
+fn a_month_whose_rows_disappear_is_deleted_by_partition() {
+    let p = Project::retail();
+    p.write(
+        "sample-data/retail/orders/pos_april.csv",
+        "order_id,customer_id,order_ts,product,quantity,unit_price,status\n\
+         3002,2,2026-04-02 11:00:00,Mug,1,7.50,placed\n",
+    );
+    p.json(&["run", "retail"]);
+    let before = p.files("silver.orders");
+    assert_eq!(
+        p.query("SELECT count(*) FROM silver.orders WHERE order_date >= '2026-04-01'")[0][0]
+            .as_deref(),
+        Some("1")
+    );
+    // The April export is corrected to nothing: reloading it leaves April without orders.
+    p.write(
+        "sample-data/retail/orders/pos_april.csv",
+        "order_id,customer_id,order_ts,product,quantity,unit_price,status\n",
+    );
+    let report = p.json(&["run", "retail", "--reload-changed"]);
+    let action = |t: &str| {
+        report["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["table"] == t)
+            .unwrap()["action"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        action("silver.orders"),
+        "replace order_date_month in 2026-04"
+    );
+    assert_eq!(
+        action("gold.monthly_revenue"),
+        "replace month_month in 2026-04"
+    );
+    for table in ["silver.orders", "gold.fact_orders", "gold.monthly_revenue"] {
+        // A delete snapshot: April's files DELETED, nothing added, the rest untouched.
+        let history = p.json(&["history", table]);
+        let last = history.as_array().unwrap().last().unwrap().clone();
+        assert_eq!(last["operation"], "delete", "{table}");
+        assert_eq!(last["added_records"], 0, "{table}");
+        assert_eq!(last["deleted_records"], 1, "{table}");
+        assert!(p
+            .files(table)
+            .values()
+            .all(|(part, _)| !part.ends_with("=2026-04")));
+    }
+    let after = p.files("silver.orders");
+    let kept: Files = before
+        .into_iter()
+        .filter(|(_, (part, _))| part != "order_date_month=2026-04")
+        .collect();
+    assert_eq!(after, kept);
+    let readers = p.independent_readers();
+    for reader in ["pyiceberg", "duckdb"] {
+        assert_eq!(readers["silver.orders"][reader]["rows"], 39, "{reader}");
+        assert_eq!(
+            readers["gold.monthly_revenue"][reader]["rows"], 3,
+            "{reader}"
+        );
+    }
+    // Same as a clean run without the April file.
+    let clean = Project::retail();
+    clean.json(&["run", "retail"]);
+    for t in TRANSFORMS {
+        assert_eq!(p.contents(t), clean.contents(t), "{t}");
+    }
+}
