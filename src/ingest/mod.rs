@@ -189,6 +189,7 @@ pub async fn run_ingest(
         tracing::warn!(table = %job.table, "no files match `{pattern}`");
     }
     // Exactly once: skip files recorded on the table's history; refuse changed ones.
+    let clock = std::time::Instant::now();
     let ledger = ledger::loaded_files(&target.metadata);
     // Files recorded with the same size and modification time are not read again.
     let mut to_check = Vec::new();
@@ -394,7 +395,9 @@ pub async fn run_ingest(
         };
         (WriteMode::Rewrite(removal.deleted), q_mode)
     };
+    tracing::debug!(table = %job.table, ms = clock.elapsed().as_millis() as u64, "files written");
     let staged = stage_snapshot(target, data_files, catalog.file_io(), props.clone(), mode).await?;
+    tracing::debug!(table = %job.table, ms = clock.elapsed().as_millis() as u64, "snapshot staged");
     let quarantine = match q_target {
         // A quarantine snapshot only when something changes (or the table is new).
         Some(t)

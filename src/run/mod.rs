@@ -151,7 +151,9 @@ pub async fn run_pipeline(
     options: RunOptions,
 ) -> Result<RunReport> {
     let wait = options.wait;
+    let clock = Instant::now();
     let mut validated = validate(pipeline).await?;
+    tracing::debug!(ms = clock.elapsed().as_millis() as u64, "validated");
     let database = validated.catalog.database().to_path_buf();
     let (name, waiter) = (pipeline.name.clone(), observer.clone());
     let lock = tokio::task::spawn_blocking(move || {
@@ -366,6 +368,7 @@ pub async fn run_pipeline(
     }
 
     // Publish every staged table in one catalog transaction.
+    tracing::debug!(ms = clock.elapsed().as_millis() as u64, "every job staged");
     crate::fault::pause_point("staged");
     let staged = std::mem::take(&mut *staged.lock().expect("staged lock"));
     observer.publishing(staged.len());
@@ -434,6 +437,7 @@ pub async fn run_pipeline(
         let jitter = uuid::Uuid::new_v4().as_u128() as u64 % backoff;
         tokio::time::sleep(std::time::Duration::from_millis(backoff + jitter)).await;
     }
+    tracing::debug!(ms = clock.elapsed().as_millis() as u64, "published");
     drop(lock);
 
     Ok(RunReport {
