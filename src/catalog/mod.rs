@@ -16,7 +16,7 @@ use iceberg_catalog_sql::{
 };
 use iceberg_storage_opendal::OpenDalStorageFactory;
 
-pub use publish::{Publication, PublishOutcome, TableChange};
+pub use publish::{Publication, PublishOutcome, Publisher, SqlitePublisher, TableChange};
 pub use runs::{RunRecord, TableRecord};
 
 use crate::error::{Error, Result};
@@ -30,6 +30,7 @@ pub struct PipelineCatalog {
     database: PathBuf,
     warehouse: PathBuf,
     file_io: FileIO,
+    publisher: Arc<dyn Publisher>,
 }
 
 impl PipelineCatalog {
@@ -66,13 +67,40 @@ impl PipelineCatalog {
                 message: format!("cannot open the embedded catalog {}", database.display()),
                 source: Some(Box::new(e)),
             })?;
+        let file_io = FileIOBuilder::new(factory).build();
+        let publisher = Arc::new(SqlitePublisher {
+            name: name.clone(),
+            database: database.clone(),
+            file_io: file_io.clone(),
+        });
         Ok(PipelineCatalog {
             inner,
             name: name.clone(),
             database,
             warehouse,
-            file_io: FileIOBuilder::new(factory).build(),
+            file_io,
+            publisher,
         })
+    }
+
+    /// How this catalog publishes a run (see [`Publisher`]).
+    pub fn publisher(&self) -> &dyn Publisher {
+        self.publisher.as_ref()
+    }
+
+    /// Publishes every change at once, or none (see [`Publisher::publish`]).
+    pub async fn publish(&self, publication: Publication) -> Result<Vec<String>> {
+        self.publisher.publish(publication).await
+    }
+
+    /// Publishes every change at once, or none, reporting conflicts (see [`Publisher`]).
+    pub async fn try_publish(&self, publication: &Publication) -> Result<PublishOutcome> {
+        self.publisher.try_publish(publication).await
+    }
+
+    /// A connection to the catalog database that waits up to 30 s for other writers.
+    pub(super) async fn connect_sqlite(&self) -> Result<sqlx::SqliteConnection> {
+        publish::sqlite_connection(&self.database).await
     }
 
     /// File access for the warehouse.

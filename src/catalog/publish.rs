@@ -1,8 +1,15 @@
-//! Atomic publish on the embedded catalog: new metadata files are written first, then every
-//! table pointer of the run moves in ONE SQLite transaction, each by compare-and-set on the
-//! metadata location the run started from. Readers see all of a run's tables move, or none.
+//! Publishing a run: one interface ([`Publisher`]), one implementation per catalog kind.
+//!
+//! The embedded catalog's ([`SqlitePublisher`]): new metadata files are written first, then
+//! every table pointer of the run moves in ONE SQLite transaction, each by compare-and-set on
+//! the metadata location the run started from, together with the run record. Readers see all
+//! of a run's tables move, or none.
 
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
+
+use async_trait::async_trait;
+use iceberg::io::FileIO;
 
 use iceberg::spec::TableMetadata;
 use iceberg::MetadataLocation;
@@ -10,7 +17,6 @@ use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection};
 
 use super::runs::{self, RunRecord};
-use super::PipelineCatalog;
 use crate::error::{Error, Result};
 use crate::spec::TableName;
 
@@ -40,10 +46,16 @@ pub enum PublishOutcome {
     Conflicts(Vec<usize>),
 }
 
-impl PipelineCatalog {
+/// How a catalog publishes a set of table changes: all of them, or (on a conflict) none.
+#[async_trait]
+pub trait Publisher: Send + Sync {
+    /// Publishes every change at once, or (when another writer moved any of the tables since
+    /// the change was staged) nothing, reporting every such table.
+    async fn try_publish(&self, publication: &Publication) -> Result<PublishOutcome>;
+
     /// Publishes every change at once. On any conflict nothing moves and the error names the
     /// table. Returns the new metadata location of each table, in order.
-    pub async fn publish(&self, publication: Publication) -> Result<Vec<String>> {
+    async fn publish(&self, publication: Publication) -> Result<Vec<String>> {
         match self.try_publish(&publication).await? {
             PublishOutcome::Published(locations) => Ok(locations),
             PublishOutcome::Conflicts(indexes) => {
@@ -59,10 +71,19 @@ impl PipelineCatalog {
             }
         }
     }
+}
 
-    /// Publishes every change at once, or (when another writer moved any of the tables since
-    /// the change was staged) nothing, reporting every such table.
-    pub async fn try_publish(&self, publication: &Publication) -> Result<PublishOutcome> {
+/// The embedded catalog's publisher: one SQLite transaction for every pointer and the record.
+pub struct SqlitePublisher {
+    /// Catalog name as stored in the SQLite file.
+    pub name: String,
+    pub database: PathBuf,
+    pub file_io: FileIO,
+}
+
+#[async_trait]
+impl Publisher for SqlitePublisher {
+    async fn try_publish(&self, publication: &Publication) -> Result<PublishOutcome> {
         // 1. Write every new metadata file. Until the pointers move, nobody reads them.
         let mut planned = Vec::with_capacity(publication.changes.len());
         for change in &publication.changes {
@@ -84,7 +105,7 @@ impl PipelineCatalog {
         }
 
         // 2. Move every pointer in one transaction.
-        let mut conn = self.connect_sqlite().await?;
+        let mut conn = sqlite_connection(&self.database).await?;
         let mut tx = conn.begin().await?;
         let mut conflicts = Vec::new();
         for (index, (change, new_location)) in publication.changes.iter().zip(&planned).enumerate()
@@ -146,12 +167,11 @@ impl PipelineCatalog {
         tx.commit().await?;
         Ok(PublishOutcome::Published(planned))
     }
+}
 
-    /// A connection to the catalog database that waits up to 30 s for other writers.
-    pub(super) async fn connect_sqlite(&self) -> Result<sqlx::SqliteConnection> {
-        let options =
-            SqliteConnectOptions::from_str(&format!("sqlite://{}", self.database.display()))?
-                .busy_timeout(std::time::Duration::from_secs(30));
-        Ok(options.connect().await?)
-    }
+/// A connection to the catalog database that waits up to 30 s for other writers.
+pub(super) async fn sqlite_connection(database: &Path) -> Result<sqlx::SqliteConnection> {
+    let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", database.display()))?
+        .busy_timeout(std::time::Duration::from_secs(30));
+    Ok(options.connect().await?)
 }
