@@ -75,6 +75,12 @@ pub async fn find_orphans(catalog: &PipelineCatalog, min_age: Duration) -> Resul
         for log in metadata.metadata_log() {
             referenced.insert(log.metadata_file.clone());
         }
+        if let Some(checkpoint) = metadata
+            .properties()
+            .get(crate::ingest::ledger::CHECKPOINT_KEY)
+        {
+            referenced.insert(checkpoint.clone());
+        }
         for snapshot in metadata.snapshots() {
             referenced.insert(snapshot.manifest_list().to_string());
             let bytes = file_io.new_input(snapshot.manifest_list())?.read().await?;

@@ -42,11 +42,13 @@
 //! and `pipeline orphans` finds the files it left.
 
 mod diff;
+mod expire;
 mod produce;
 mod range;
 mod target;
 
 pub use diff::{changed_files, file_times, FileTimes};
+pub use expire::expire_snapshots;
 pub use produce::{stage_snapshot, WriteMode};
 pub use range::{Grain, PartitionRange};
 pub use target::{prepare_target, schema_of, DesiredColumn, TableTarget};

@@ -89,3 +89,60 @@ pub fn loaded_files(metadata: &TableMetadata) -> HashMap<String, (LoadedFile, i6
     }
     out
 }
+
+/// Table property naming the ledger checkpoint: a JSON file with the ledger entries of
+/// snapshots that were on `main` when they were expired (so exactly-once survives expiry).
+pub const CHECKPOINT_KEY: &str = "pipeline.ledger-checkpoint";
+
+/// One checkpointed ledger entry: the file and the (expired) snapshot that loaded it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckpointEntry {
+    pub file: LoadedFile,
+    pub snapshot: i64,
+}
+
+/// Every file recorded on the `main` ancestry of `metadata`, plus those of the table's ledger
+/// checkpoint (snapshots expired from `main`'s history).
+pub async fn loaded_files_with_checkpoint(
+    metadata: &TableMetadata,
+    file_io: &iceberg::io::FileIO,
+) -> Result<HashMap<String, (LoadedFile, i64)>> {
+    let mut out = loaded_files(metadata);
+    for entry in read_checkpoint(metadata, file_io).await? {
+        out.entry(entry.file.path.clone())
+            .or_insert((entry.file, entry.snapshot));
+    }
+    Ok(out)
+}
+
+/// The entries of the table's ledger checkpoint (none when it has none).
+pub async fn read_checkpoint(
+    metadata: &TableMetadata,
+    file_io: &iceberg::io::FileIO,
+) -> Result<Vec<CheckpointEntry>> {
+    let Some(path) = metadata.properties().get(CHECKPOINT_KEY) else {
+        return Ok(Vec::new());
+    };
+    let bytes = file_io.new_input(path)?.read().await?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::Input {
+        path: path.into(),
+        message: format!("the table's file ledger checkpoint is unreadable: {e}"),
+    })
+}
+
+/// Writes a checkpoint holding `entries` next to the table's metadata; returns its path.
+pub async fn write_checkpoint(
+    metadata: &TableMetadata,
+    file_io: &iceberg::io::FileIO,
+    entries: &[CheckpointEntry],
+) -> Result<String> {
+    let path = format!(
+        "{}/metadata/ledger-{}.json",
+        metadata.location(),
+        uuid::Uuid::new_v4()
+    );
+    let bytes = serde_json::to_vec(entries)
+        .map_err(|e| Error::Usage(format!("cannot encode the file ledger: {e}")))?;
+    file_io.new_output(&path)?.write(bytes.into()).await?;
+    Ok(path)
+}

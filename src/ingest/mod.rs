@@ -190,7 +190,7 @@ pub async fn run_ingest(
     }
     // Exactly once: skip files recorded on the table's history; refuse changed ones.
     let clock = std::time::Instant::now();
-    let ledger = ledger::loaded_files(&target.metadata);
+    let ledger = ledger::loaded_files_with_checkpoint(&target.metadata, catalog.file_io()).await?;
     // Files recorded with the same size and modification time are not read again.
     let mut to_check = Vec::new();
     for path in &files {

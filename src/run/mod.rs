@@ -401,6 +401,11 @@ pub async fn run_pipeline(
             rolls_back: None,
             tables: Vec::new(),
         };
+        if let Some(keep) = pipeline.max_snapshots {
+            for table in staged.iter_mut() {
+                crate::commit::expire_snapshots(table, keep, validated.catalog.file_io()).await?;
+            }
+        }
         for table in &staged {
             record.tables.push(TableRecord {
                 table: table.table.to_string(),

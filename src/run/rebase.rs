@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use crate::catalog::PipelineCatalog;
 use crate::commit::{changed_files, stage_snapshot, StagedTable, TableTarget, WriteMode};
 use crate::error::{Error, Result};
-use crate::ingest::ledger::{loaded_files, LoadedFile, LEDGER_KEY};
+use crate::ingest::ledger::{loaded_files_with_checkpoint, LoadedFile, LEDGER_KEY};
 
 /// Produces `staged` again on the table's current state in the catalog.
 pub async fn rebase(catalog: &PipelineCatalog, staged: &StagedTable) -> Result<StagedTable> {
@@ -59,8 +59,8 @@ pub async fn rebase(catalog: &PipelineCatalog, staged: &StagedTable) -> Result<S
                 .get(LEDGER_KEY)
                 .and_then(|t| serde_json::from_str(t).ok())
                 .unwrap_or_default();
-            let before = loaded_files(&staged.metadata);
-            let now = loaded_files(&metadata);
+            let before = loaded_files_with_checkpoint(&staged.metadata, catalog.file_io()).await?;
+            let now = loaded_files_with_checkpoint(&metadata, catalog.file_io()).await?;
             if let Some((f, by)) = ours.iter().find_map(|f| {
                 let by = now.get(&f.path).map(|(_, by)| *by)?;
                 (before.get(&f.path).map(|(_, b)| *b) != Some(by)).then_some((f, by))

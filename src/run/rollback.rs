@@ -57,6 +57,14 @@ pub async fn rollback(catalog: &PipelineCatalog, run_id: &str) -> Result<RunReco
         let location = current.metadata_location_result()?.to_string();
         let (metadata, operation, rows) = match t.snapshot_before {
             Some(before) => {
+                if current.metadata().snapshot_by_id(before).is_none() {
+                    return Err(Error::table_msg(
+                        &name,
+                        format!(
+                            "cannot roll back run {run_id}: snapshot {before}, where it found the table, was expired by the spec's [retention] max_snapshots"
+                        ),
+                    ));
+                }
                 let metadata = current
                     .metadata()
                     .clone()

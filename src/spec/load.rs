@@ -19,6 +19,13 @@ struct RawSpec {
     ingest: Vec<RawIngest>,
     #[serde(default)]
     transform: Vec<RawTransform>,
+    retention: Option<RawRetention>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRetention {
+    max_snapshots: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize)]
@@ -194,7 +201,19 @@ pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
         }
     }
 
+    let max_snapshots = match raw.retention.as_ref().and_then(|r| r.max_snapshots.as_ref()) {
+        None => None,
+        Some(n) if *n.get_ref() < 2 => {
+            return Err(at.error(
+                n.span(),
+                "max_snapshots must be at least 2".into(),
+                Some("it is how many snapshots of each table's history are kept, e.g. max_snapshots = 100".into()),
+            ))
+        }
+        Some(n) => Some(*n.get_ref() as usize),
+    };
     Ok(Pipeline {
+        max_snapshots,
         name: raw.pipeline.name.get_ref().clone(),
         description: raw.pipeline.description.clone(),
         file: file.to_path_buf(),

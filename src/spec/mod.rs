@@ -72,6 +72,9 @@ pub struct Pipeline {
     pub catalog: CatalogConfig,
     pub ingests: Vec<IngestJob>,
     pub transforms: Vec<TransformJob>,
+    /// `[retention] max_snapshots`: each table the pipeline writes keeps about this many
+    /// snapshots of history (older ones are expired at commit); `None` keeps all.
+    pub max_snapshots: Option<usize>,
 }
 
 /// Which catalog holds the tables.

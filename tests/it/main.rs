@@ -16,6 +16,7 @@ mod orphans;
 mod partitioning;
 mod quarantine;
 mod retail_pipeline;
+mod retention;
 mod run_records;
 mod spec_errors;
 mod window_functions;
