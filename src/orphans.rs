@@ -12,7 +12,6 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use iceberg::spec::ManifestList;
 use serde::Serialize;
 
 use crate::catalog::PipelineCatalog;
@@ -83,8 +82,7 @@ pub async fn find_orphans(catalog: &PipelineCatalog, min_age: Duration) -> Resul
         }
         for snapshot in metadata.snapshots() {
             referenced.insert(snapshot.manifest_list().to_string());
-            let bytes = file_io.new_input(snapshot.manifest_list())?.read().await?;
-            let list = ManifestList::parse_with_version(&bytes, metadata.format_version())?;
+            let list = crate::commit::manifest_list(file_io, metadata, snapshot).await?;
             for manifest_file in list.entries() {
                 if !referenced.insert(manifest_file.manifest_path.clone()) {
                     continue;

@@ -131,10 +131,18 @@ impl PartitionRange {
     /// True when a partition tuple of `spec` lies in the selection. A NULL time value never
     /// does. Errors when `spec` has no field of this name.
     pub fn contains(&self, spec: &PartitionSpec, partition: &Struct) -> Result<bool, String> {
+        Ok(self
+            .unit_in(spec, partition)?
+            .is_some_and(|u| self.units.contains(&u)))
+    }
+
+    /// The time unit of a partition tuple of `spec` (`None` for a NULL time value), whether
+    /// selected or not. Errors when `spec` has no field of this name.
+    pub fn unit_in(&self, spec: &PartitionSpec, partition: &Struct) -> Result<Option<i32>, String> {
         let index = self.index_in(spec)?;
         Ok(match partition.fields().get(index) {
-            Some(Some(Literal::Primitive(PrimitiveLiteral::Int(v)))) => self.units.contains(v),
-            _ => false,
+            Some(Some(Literal::Primitive(PrimitiveLiteral::Int(v)))) => Some(*v),
+            _ => None,
         })
     }
 

@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use arrow::array::{Array, BooleanArray, StringArray};
 use arrow::compute::{cast, filter_record_batch};
 use arrow::datatypes::DataType;
+use arrow::record_batch::RecordBatch;
 use iceberg::io::FileIO;
 use iceberg::spec::{DataFile, PrimitiveLiteral, TableMetadata};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -59,32 +60,25 @@ pub async fn remove_rows_of(
             if !may_hold(file, field_id, sources) {
                 continue;
             }
+            // The file's bytes are read once; its rows are decoded twice (first only the
+            // source-file column, to count; then, if any row goes, every column, streamed into
+            // the writer) so no decoded file is held in memory.
             let bytes = file_io.new_input(file.file_path())?.read().await?;
-            let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
-                .and_then(|b| b.build())
-                .map_err(|e| Error::table(table, format!("cannot read {}", file.file_path()), e))?;
-            let mut kept_batches = Vec::new();
             let mut removed = 0u64;
-            for batch in reader {
-                let batch = batch?;
-                let index = batch.schema().index_of(column)?;
-                let values = cast(batch.column(index), &DataType::Utf8)?;
-                let values = values
-                    .as_any()
-                    .downcast_ref::<StringArray>()
-                    .expect("cast to Utf8");
-                let keep: BooleanArray = values
-                    .iter()
-                    .map(|v| Some(!v.is_some_and(|s| sources.contains(s))))
-                    .collect();
+            for batch in batches(table, file, bytes.clone(), Some(column))? {
+                let keep = keep_mask(&batch?, column, sources)?;
                 removed += (keep.len() - keep.true_count()) as u64;
-                kept_batches.push(filter_record_batch(&batch, &keep)?);
             }
             if removed == 0 {
                 continue;
             }
-            for batch in kept_batches.into_iter().filter(|b| b.num_rows() > 0) {
-                writer.write(batch).await?;
+            for batch in batches(table, file, bytes, None)? {
+                let batch = batch?;
+                let keep = keep_mask(&batch, column, sources)?;
+                let kept = filter_record_batch(&batch, &keep)?;
+                if kept.num_rows() > 0 {
+                    writer.write(kept).await?;
+                }
             }
             removal.rows += removed;
             removal.deleted.insert(file.file_path().to_string());
@@ -92,6 +86,49 @@ pub async fn remove_rows_of(
     }
     removal.rewritten = writer.close().await?;
     Ok(removal)
+}
+
+/// The record batches of a Parquet data file held in `bytes`, with only `column` when given.
+fn batches(
+    table: &TableName,
+    file: &DataFile,
+    bytes: impl parquet::file::reader::ChunkReader + 'static,
+    column: Option<&str>,
+) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+    let unreadable = |e| Error::table(table, format!("cannot read {}", file.file_path()), e);
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(unreadable)?;
+    let builder = match column {
+        Some(name) => {
+            let schema = builder.parquet_schema();
+            let leaves: Vec<usize> = (0..schema.num_columns())
+                .filter(|i| schema.column(*i).name() == name)
+                .collect();
+            let mask = parquet::arrow::ProjectionMask::leaves(schema, leaves);
+            builder.with_projection(mask)
+        }
+        None => builder,
+    };
+    builder.build().map_err(unreadable)
+}
+
+/// True for the rows of `batch` whose `column` names none of `sources`.
+fn keep_mask(
+    batch: &RecordBatch,
+    column: &str,
+    sources: &BTreeSet<String>,
+) -> Result<BooleanArray> {
+    let values = cast(
+        batch.column(batch.schema().index_of(column)?),
+        &DataType::Utf8,
+    )?;
+    let values = values
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .expect("cast to Utf8");
+    Ok(values
+        .iter()
+        .map(|v| Some(!v.is_some_and(|s| sources.contains(s))))
+        .collect())
 }
 
 /// False only when the file's bounds for the column prove it holds none of `sources`.

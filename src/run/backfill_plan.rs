@@ -11,7 +11,7 @@ use iceberg::table::Table;
 use serde::Serialize;
 
 use super::scope::{decide, Forced, Scope};
-use super::{jobs_in_scope, total_records, validate, Backfill, RunOptions};
+use super::{jobs_in_scope, summary_total, total_records, validate, Backfill, RunOptions};
 use crate::commit::{Grain, PartitionRange};
 use crate::error::{Error, Result};
 use crate::plan::JobId;
@@ -148,14 +148,7 @@ async fn input_read(
     name: &TableName,
     table: &Table,
 ) -> Result<PlannedInput> {
-    let summary_total = |key: &str| {
-        table
-            .metadata()
-            .current_snapshot()
-            .and_then(|s| s.summary().additional_properties.get(key).cloned())
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
+    let summary_total = |key: &str| summary_total(table.metadata().current_snapshot(), key);
     let whole = PlannedInput {
         table: name.to_string(),
         read: "whole".into(),
@@ -165,9 +158,7 @@ async fn input_read(
     let (Scope::Range(range), Some(column)) = (scope, column) else {
         return Ok(whole);
     };
-    if table.metadata().current_snapshot().is_none()
-        || total_records(table.metadata().current_snapshot()) == 0
-    {
+    if total_records(table.metadata().current_snapshot()) == 0 {
         return Ok(whole);
     }
     let field = table

@@ -591,13 +591,13 @@ impl TransformRun<'_> {
 
 /// `total-records` of a snapshot's summary (0 for no snapshot).
 pub fn total_records(snapshot: Option<&iceberg::spec::SnapshotRef>) -> u64 {
+    summary_total(snapshot, "total-records")
+}
+
+/// A numeric value of a snapshot's summary, e.g. `total-data-files` (0 when absent).
+pub fn summary_total(snapshot: Option<&iceberg::spec::SnapshotRef>, key: &str) -> u64 {
     snapshot
-        .and_then(|s| {
-            s.summary()
-                .additional_properties
-                .get("total-records")
-                .cloned()
-        })
+        .and_then(|s| s.summary().additional_properties.get(key))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }

@@ -11,10 +11,10 @@
 //!
 //! A table's schema or partition spec changed by the other writer is always a conflict.
 
-use std::collections::BTreeSet;
-
 use crate::catalog::PipelineCatalog;
-use crate::commit::{changed_files, stage_snapshot, StagedTable, TableTarget, WriteMode};
+use crate::commit::{
+    changed_files, stage_snapshot, PartitionRange, StagedTable, TableTarget, WriteMode,
+};
 use crate::error::{Error, Result};
 use crate::ingest::ledger::{loaded_files_with_checkpoint, LoadedFile, LEDGER_KEY};
 
@@ -89,22 +89,14 @@ pub async fn rebase(catalog: &PipelineCatalog, staged: &StagedTable) -> Result<S
                 )));
             };
             let spec = metadata.default_partition_spec();
-            let mut hit = range.clone();
-            hit.units = BTreeSet::new();
+            let mut hit = PartitionRange::new(range.field.clone(), range.grain);
             for file in &changed {
-                if range.contains(spec, file.partition()).unwrap_or(true) {
-                    let unit = match file.partition().fields().get(
-                        spec.fields()
-                            .iter()
-                            .position(|f| f.name == range.field)
-                            .unwrap_or(0),
-                    ) {
-                        Some(Some(iceberg::spec::Literal::Primitive(
-                            iceberg::spec::PrimitiveLiteral::Int(u),
-                        ))) => Some(*u),
-                        _ => None,
-                    };
-                    hit.units.extend(unit);
+                match range.unit_in(spec, file.partition()) {
+                    Ok(Some(unit)) if range.units.contains(&unit) => {
+                        hit.units.insert(unit);
+                    }
+                    Ok(_) => {}
+                    Err(m) => return Err(conflict(format!("{m}; {rerun}"))),
                 }
             }
             if !hit.is_empty() {

@@ -1,7 +1,9 @@
 //! Test harness: a throw-away project directory and the real `pipeline` binary.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::Receiver;
 
 use serde_json::Value;
 
@@ -201,4 +203,63 @@ pub fn rows_of(v: &Value) -> Vec<Vec<Option<String>>> {
 pub fn expected_retail() -> Value {
     let text = std::fs::read_to_string(repo().join("tests/expected/retail.json")).unwrap();
     serde_json::from_str(&text).unwrap()
+}
+
+/// A `pipeline` command stopped at a pause point (`PIPELINE_PAUSE_AT`), its stderr drained in
+/// the background.
+pub struct Paused {
+    child: Child,
+    gate: Option<PathBuf>,
+    log: Receiver<String>,
+}
+
+impl Project {
+    /// Starts `pipeline ARGS` and returns once it says it paused at `point`. With `gate`, the
+    /// pause ends when that file exists ([`Paused::release`]); without, it lasts until killed.
+    pub fn start_paused(&self, args: &[&str], point: &str, gate: Option<PathBuf>) -> Paused {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_pipeline"));
+        command
+            .arg("--project")
+            .arg(self.path())
+            .args(args)
+            .env("PIPELINE_PAUSE_AT", point)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some(gate) = &gate {
+            command.env("PIPELINE_PAUSE_UNTIL", gate);
+        }
+        let mut child = command.spawn().unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut seen = String::new();
+        let reached = lines.by_ref().map_while(|l| l.ok()).any(|line| {
+            seen.push_str(&line);
+            seen.push('\n');
+            line.contains(&format!("paused at {point}"))
+        });
+        if !reached {
+            child.wait().unwrap();
+            panic!("pipeline {args:?} ended without reaching {point}:\n{seen}");
+        }
+        let (tx, log) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
+            let _ = tx.send(rest.join("\n"));
+        });
+        Paused { child, gate, log }
+    }
+}
+
+impl Paused {
+    /// Kills the paused process with SIGKILL.
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// Lets the paused command go on; returns (success, stderr after the pause).
+    pub fn release(mut self) -> (bool, String) {
+        std::fs::write(self.gate.as_ref().expect("started with a gate"), "").unwrap();
+        let status = self.child.wait().unwrap();
+        (status.success(), self.log.recv().unwrap())
+    }
 }

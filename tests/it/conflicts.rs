@@ -4,11 +4,7 @@
 //! other partitions rebases too, and a replace of the same partitions fails with a conflict
 //! naming the table and partitions, publishing nothing.
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-
-use crate::common::Project;
+use crate::common::{Paused, Project};
 
 const HEADER: &str = "id,ts,amount\n";
 
@@ -48,54 +44,10 @@ const DAILY: &str = "\n[[transform]]\ntable = \"silver.daily\"\nsql = \"sql/dail
                      partition_by = [\"day(day)\"]\nmode = \"replace_partitions\"\n\
                      incremental_by = { \"bronze.events\" = \"ts\" }\n";
 
-/// A command started paused after staging; `release` lets it publish.
-struct Paused {
-    child: Child,
-    gate: PathBuf,
-}
-
-impl Paused {
-    fn start(p: &Project, args: &[&str]) -> Paused {
-        let gate = p.path().join(format!("release-{}", args.join("-")));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_pipeline"))
-            .arg("--project")
-            .arg(p.path())
-            .args(args)
-            .env("PIPELINE_PAUSE_AT", "staged")
-            .env("PIPELINE_PAUSE_UNTIL", &gate)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let mut lines = BufReader::new(stderr).lines();
-        for line in lines.by_ref() {
-            if line.unwrap().contains("paused at staged") {
-                break;
-            }
-        }
-        // Keep draining stderr in the background, returned at the end.
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
-            let _ = tx.send(rest.join("\n"));
-        });
-        PAUSED_LOGS.with(|l| l.borrow_mut().push(rx));
-        Paused { child, gate }
-    }
-
-    /// Lets the command publish; returns (success, stderr after the pause).
-    fn release(mut self) -> (bool, String) {
-        std::fs::write(&self.gate, "").unwrap();
-        let status = self.child.wait().unwrap();
-        let log = PAUSED_LOGS.with(|l| l.borrow_mut().pop().unwrap().recv().unwrap());
-        (status.success(), log)
-    }
-}
-
-thread_local! {
-    static PAUSED_LOGS: std::cell::RefCell<Vec<std::sync::mpsc::Receiver<String>>> =
-        const { std::cell::RefCell::new(Vec::new()) };
+/// Starts `pipeline ARGS` paused after staging, until [`Paused::release`].
+fn start_paused(p: &Project, args: &[&str]) -> Paused {
+    let gate = p.path().join(format!("release-{}", args.join("-")));
+    p.start_paused(args, "staged", Some(gate))
 }
 
 #[test]
@@ -110,7 +62,7 @@ fn an_append_rebases_onto_a_concurrent_append() {
         "sample-data/b/b1.csv",
         &format!("{HEADER}4,2026-01-04 10:00:00,40.00\n5,2026-01-04 11:00:00,50.00\n"),
     );
-    let a = Paused::start(&p, &["run", "load_a"]);
+    let a = start_paused(&p, &["run", "load_a"]);
     let b = p.json(&["run", "load_b"]);
     let theirs = b["jobs"][0]["snapshot_id"].as_i64().unwrap();
     let (ok, log) = a.release();
@@ -149,7 +101,7 @@ fn a_replace_of_the_same_partitions_conflicts_and_of_other_partitions_rebases() 
     let before = p.current_snapshot("silver.daily");
 
     // Same day: the paused backfill conflicts and publishes nothing.
-    let a = Paused::start(
+    let a = start_paused(
         &p,
         &[
             "backfill",
@@ -191,7 +143,7 @@ fn a_replace_of_the_same_partitions_conflicts_and_of_other_partitions_rebases() 
     assert_eq!(load_a_runs, 1, "the failed backfill left a run record");
 
     // Another day: the paused backfill rebases onto the other writer's replace.
-    let a = Paused::start(
+    let a = start_paused(
         &p,
         &[
             "backfill",

@@ -4,39 +4,15 @@
 //! row duplicated, and the dead run's files are found by `pipeline orphans` and deleting them
 //! changes nothing any table reads.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-
 use crate::common::Project;
 
 const LATE: &str = "order_id,customer_id,order_ts,product,quantity,unit_price,status\n\
                     3001,1,2026-01-20 10:00:00,Tea,4,5.00,shipped\n\
                     3002,2,2026-04-02 11:00:00,Mug,1,7.50,placed\n";
 
-/// Starts `pipeline run retail` paused at `point` and kills it there with SIGKILL.
+/// Starts `pipeline run retail`, paused at `point`, and kills it there with SIGKILL.
 fn kill_at(p: &Project, point: &str) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pipeline"))
-        .arg("--project")
-        .arg(p.path())
-        .args(["run", "retail"])
-        .env("PIPELINE_PAUSE_AT", point)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut seen = String::new();
-    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
-        let line = line.unwrap();
-        seen.push_str(&line);
-        seen.push('\n');
-        if line.contains(&format!("paused at {point}")) {
-            child.kill().unwrap(); // SIGKILL
-            child.wait().unwrap();
-            return;
-        }
-    }
-    child.wait().unwrap();
-    panic!("the run ended without reaching {point}:\n{seen}");
+    p.start_paused(&["run", "retail"], point, None).kill();
 }
 
 type Rows = Vec<Vec<Option<String>>>;
