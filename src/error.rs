@@ -60,6 +60,10 @@ pub enum Error {
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
+    /// A catalog server (S3 Tables, REST) refused or failed a request.
+    #[error("catalog {catalog}: {message}")]
+    Catalog { catalog: String, message: String },
+
     /// Another writer changed a table between staging and publish.
     #[error("commit conflict on table {table}: {message}; nothing of this run was published")]
     Conflict { table: String, message: String },

@@ -5,7 +5,10 @@
 //! - `bronze-files-written`: an ingest lane has written its Parquet data files;
 //! - `staged`: every job's snapshot is staged, nothing is published;
 //! - `publishing`: inside the publish transaction, after the first table pointer moved and
-//!   before the commit.
+//!   before the commit (embedded); after the first table moved (S3 Tables, REST table by
+//!   table); just before the multi-table commit is sent (REST with transactions);
+//! - `version-token-read NS.TABLE` (S3 Tables): the table's version token is read and the
+//!   move that uses it not yet sent.
 //!
 //! With `PIPELINE_PAUSE_UNTIL=<file>` as well, the pause ends when that file exists (so a
 //! test can let another writer commit in between). Unset (always, outside tests), a pause

@@ -16,6 +16,7 @@ pub mod orphans;
 pub mod output;
 pub mod plan;
 pub mod run;
+pub mod secrets;
 pub mod spec;
 pub mod transform;
 pub mod write;

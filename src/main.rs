@@ -27,6 +27,7 @@ use pipeline::{inspect, Error, Result};
 ///   pipeline backfill retail --from 2026-02-01 --to 2026-02-28 --plan
 ///                                       what recomputing February would touch
 ///   pipeline validate retail            check spec and SQL without running
+///   pipeline run retail --catalog prod  the same spec on its [catalogs.prod] (S3 Tables, REST)
 ///   pipeline tables                     list tables
 ///   pipeline describe gold.customer_metrics
 ///   pipeline history silver.orders      snapshots, newest last
@@ -38,6 +39,10 @@ struct Cli {
     /// Project directory holding pipelines/, sql/ and the warehouse.
     #[arg(long, global = true, default_value = ".")]
     project: PathBuf,
+    /// Use the spec's `[catalogs.NAME]` instead of its `[catalog]` (e.g. a local catalog for
+    /// development, `--catalog prod` for S3 Tables), with every command.
+    #[arg(long, global = true, value_name = "NAME")]
+    catalog: Option<String>,
     /// Print machine-readable JSON on stdout instead of tables.
     #[arg(long, global = true)]
     json: bool,
@@ -206,7 +211,7 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("PIPELINE_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(|| pipeline::secrets::RedactedStderr)
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -221,7 +226,7 @@ fn main() -> ExitCode {
     match runtime.block_on(main_inner(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", pipeline::secrets::redact(&e.to_string()));
             ExitCode::from(e.exit_code())
         }
     }
@@ -236,7 +241,7 @@ async fn main_inner(cli: Cli) -> Result<()> {
             reload_changed,
             wait,
         } => {
-            let spec = load_pipeline(&project, pipeline)?;
+            let spec = load_spec(&project, pipeline, cli.catalog.as_deref())?;
             let observer = Arc::new(Progress {
                 tty: std::io::stderr().is_terminal(),
             });
@@ -254,7 +259,7 @@ async fn main_inner(cli: Cli) -> Result<()> {
             plan,
             wait,
         } => {
-            let spec = load_pipeline(&project, pipeline)?;
+            let spec = load_spec(&project, pipeline, cli.catalog.as_deref())?;
             let backfill = backfill_request(&spec, from, to, tables)?;
             if *plan {
                 let planned = pipeline::run::plan_backfill(&spec, &backfill).await?;
@@ -270,7 +275,7 @@ async fn main_inner(cli: Cli) -> Result<()> {
             print_run(&report, cli.json)
         }
         Command::Validate { pipeline } => {
-            let spec = load_pipeline(&project, pipeline)?;
+            let spec = load_spec(&project, pipeline, cli.catalog.as_deref())?;
             let v = validate(&spec).await?;
             if cli.json {
                 let tables: Vec<_> = v
@@ -321,7 +326,8 @@ async fn main_inner(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Tables { pipeline } => {
-            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let catalog =
+                open_catalog(&project, pipeline.as_deref(), cli.catalog.as_deref()).await?;
             let tables = catalog.list_tables().await?;
             if cli.json {
                 let names: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
@@ -354,7 +360,8 @@ async fn main_inner(cli: Cli) -> Result<()> {
             as_of,
             pipeline,
         } => {
-            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let catalog =
+                open_catalog(&project, pipeline.as_deref(), cli.catalog.as_deref()).await?;
             let files = inspect::files(&catalog, &table_arg(table)?, *as_of).await?;
             if cli.json {
                 println!(
@@ -385,7 +392,8 @@ async fn main_inner(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Describe { table, pipeline } => {
-            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let catalog =
+                open_catalog(&project, pipeline.as_deref(), cli.catalog.as_deref()).await?;
             let info = inspect::describe(&catalog, &table_arg(table)?).await?;
             if cli.json {
                 println!(
@@ -441,7 +449,8 @@ async fn main_inner(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::History { table, pipeline } => {
-            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let catalog =
+                open_catalog(&project, pipeline.as_deref(), cli.catalog.as_deref()).await?;
             let snapshots = inspect::history(&catalog, &table_arg(table)?).await?;
             if cli.json {
                 println!(
@@ -482,7 +491,8 @@ async fn main_inner(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Runs { pipeline } => {
-            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let catalog =
+                open_catalog(&project, pipeline.as_deref(), cli.catalog.as_deref()).await?;
             let runs = catalog.runs().await?;
             if cli.json {
                 println!(
@@ -517,13 +527,15 @@ async fn main_inner(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::RunInfo { run_id, pipeline } => {
-            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let catalog =
+                open_catalog(&project, pipeline.as_deref(), cli.catalog.as_deref()).await?;
             let run = catalog.run(run_id).await?;
             print_record(&run, cli.json);
             Ok(())
         }
         Command::Rollback { run_id, pipeline } => {
-            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let catalog =
+                open_catalog(&project, pipeline.as_deref(), cli.catalog.as_deref()).await?;
             let record = rollback(&catalog, run_id).await?;
             print_record(&record, cli.json);
             Ok(())
@@ -533,7 +545,8 @@ async fn main_inner(cli: Cli) -> Result<()> {
             delete,
             pipeline,
         } => {
-            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let catalog =
+                open_catalog(&project, pipeline.as_deref(), cli.catalog.as_deref()).await?;
             let age = std::time::Duration::from_secs(older_than * 60);
             let orphans = pipeline::orphans::find_orphans(&catalog, age).await?;
             if *delete {
@@ -568,7 +581,8 @@ async fn main_inner(cli: Cli) -> Result<()> {
             as_of,
             pipeline,
         } => {
-            let catalog = open_catalog(&project, pipeline.as_deref()).await?;
+            let catalog =
+                open_catalog(&project, pipeline.as_deref(), cli.catalog.as_deref()).await?;
             let (schema, batches) = inspect::query(&catalog, sql, *as_of).await?;
             let rows = batches_to_rows(&schema, &batches)?;
             if cli.json {
@@ -638,17 +652,58 @@ fn table_arg(text: &str) -> Result<TableName> {
     })
 }
 
-/// The catalog of `--pipeline`, else of the project's only pipeline, else the embedded default.
+/// Loads pipeline `name`, switched to `[catalogs.CATALOG]` when `--catalog` is given.
+fn load_spec(
+    project: &std::path::Path,
+    name: &str,
+    catalog: Option<&str>,
+) -> Result<pipeline::spec::Pipeline> {
+    let mut spec = load_pipeline(project, name)?;
+    if let Some(c) = catalog {
+        spec.use_catalog(c)?;
+    }
+    Ok(spec)
+}
+
+/// The catalog of `--pipeline`, else of the project's only pipeline, else the embedded default
+/// (`--catalog NAME` picks one of that spec's `[catalogs.NAME]`).
 async fn open_catalog(
     project: &std::path::Path,
     pipeline: Option<&str>,
+    catalog: Option<&str>,
 ) -> Result<PipelineCatalog> {
-    let config = match pipeline {
-        Some(name) => load_pipeline(project, name)?.catalog,
-        None => match list_pipelines(project).as_slice() {
-            [only] => load_pipeline(project, only)?.catalog,
-            _ => CatalogConfig::embedded_default(project),
-        },
+    let only = list_pipelines(project);
+    let name = pipeline.or(match only.as_slice() {
+        [only] => Some(only.as_str()),
+        _ => None,
+    });
+    let config = match (name, catalog) {
+        (Some(name), _) => load_spec(project, name, catalog)?.catalog,
+        // Several pipelines: `--catalog NAME` is fine if every spec that defines it agrees.
+        (None, Some(wanted)) => {
+            let mut found: Vec<CatalogConfig> = Vec::new();
+            for name in &only {
+                if let Some(c) = load_pipeline(project, name)?.catalogs.get(wanted) {
+                    if !found.contains(c) {
+                        found.push(c.clone());
+                    }
+                }
+            }
+            match found.as_slice() {
+                [one] => one.clone(),
+                [] => {
+                    return Err(Error::Usage(format!(
+                        "no pipeline of this project defines [catalogs.{wanted}]"
+                    )))
+                }
+                _ => {
+                    return Err(Error::Usage(format!(
+                        "pipelines define [catalogs.{wanted}] differently; add --pipeline NAME to say which"
+                    )))
+                }
+            }
+        }
+        (None, None) => CatalogConfig::embedded_default(project),
     };
     PipelineCatalog::connect(&config).await
 }
@@ -828,6 +883,9 @@ impl Observer for Progress {
             r.job, r.table, r.action, r.rows_in, r.rows_out, r.quarantined, r.files, r.bytes, r.seconds
         );
     }
+    fn recovered(&self, what: &str) {
+        eprintln!("  recovered {what}");
+    }
     fn rebasing(&self, table: &TableName, attempt: u32) {
         eprintln!(
             "  conflict  {table}: another writer committed first; rebasing (attempt {attempt})"
@@ -837,6 +895,6 @@ impl Observer for Progress {
         eprintln!("  waiting   another run of this pipeline is in progress ({holder})");
     }
     fn publishing(&self, tables: usize) {
-        eprintln!("  publishing {tables} tables in one catalog transaction");
+        eprintln!("  publishing {tables} tables");
     }
 }

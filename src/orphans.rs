@@ -38,9 +38,15 @@ pub async fn find_orphans(catalog: &PipelineCatalog, min_age: Duration) -> Resul
             .is_some_and(|age| age >= min_age);
         Ok(old.then_some(meta.len()))
     };
+    let Some(warehouse) = catalog.local_warehouse() else {
+        return Err(Error::Usage(format!(
+            "`orphans` lists the embedded catalog's local warehouse; a {} catalog's storage is not listed by this engine (S3 Tables removes unreferenced files itself; for REST, use the catalog's or the storage's own cleanup)",
+            catalog.kind()
+        )));
+    };
     let tables = catalog.list_tables().await?;
     // Table folders the catalog does not know.
-    for ns_dir in subfolders(catalog.warehouse())? {
+    for ns_dir in subfolders(warehouse)? {
         for table_dir in subfolders(&ns_dir)? {
             let looks_like_table =
                 table_dir.join("data").is_dir() || table_dir.join("metadata").is_dir();

@@ -1,86 +1,71 @@
-//! The Iceberg catalog behind a pipeline. Today: the embedded SQL catalog (SQLite file + local
-//! warehouse folder), a real `iceberg-catalog-sql` catalog that PyIceberg's `SqlCatalog` reads.
+//! The Iceberg catalog behind a pipeline: the embedded SQL catalog (SQLite file + local
+//! warehouse folder, a real `iceberg-catalog-sql` catalog that PyIceberg's `SqlCatalog` reads),
+//! an AWS S3 Tables table bucket, or any Iceberg REST catalog.
+//!
+//! Everything the engine does goes through [`PipelineCatalog`]: reads through the
+//! `iceberg::Catalog` of the kind, publishing through that kind's [`Publisher`], run records
+//! in the catalog database (embedded) or in the control table `pipeline_meta.runs` (remote).
 
+mod journal;
 mod publish;
+mod remote;
+mod rest;
 mod runs;
+mod s3tables;
+mod sql;
+mod storage;
+mod updates;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use iceberg::io::{FileIO, FileIOBuilder};
+use iceberg::io::FileIO;
 use iceberg::table::Table;
-use iceberg::{Catalog, CatalogBuilder, NamespaceIdent};
-use iceberg_catalog_sql::{
-    SqlCatalog, SqlCatalogBuilder, SQL_CATALOG_PROP_URI, SQL_CATALOG_PROP_WAREHOUSE,
-};
-use iceberg_storage_opendal::OpenDalStorageFactory;
+use iceberg::{Catalog, NamespaceIdent, TableCreation};
 
+pub use journal::{Recovery, CONTROL_NAMESPACE, CONTROL_TABLE};
 pub use publish::{Publication, PublishOutcome, Publisher, SqlitePublisher, TableChange};
 pub use runs::{RunRecord, TableRecord};
 
 use crate::error::{Error, Result};
 use crate::spec::{CatalogConfig, TableName};
 
+/// Where a catalog keeps its tables and how it is reached.
+pub(crate) enum Backend {
+    /// The embedded catalog: a SQLite file and a local warehouse folder.
+    Sql {
+        database: PathBuf,
+        warehouse: PathBuf,
+    },
+    /// A remote catalog: tables move one by one, each by compare-and-set, after a durable
+    /// publish record (see [`journal`]); or, on REST servers that offer it, all at once.
+    Remote(Arc<remote::RemoteCatalog>),
+}
+
 /// A connected catalog.
 pub struct PipelineCatalog {
-    inner: SqlCatalog,
-    /// Catalog name as stored in the SQLite file.
+    inner: Arc<dyn Catalog>,
+    /// The catalog's name (for the embedded one: as stored in the SQLite file).
     name: String,
-    database: PathBuf,
-    warehouse: PathBuf,
+    backend: Backend,
     file_io: FileIO,
     publisher: Arc<dyn Publisher>,
 }
 
 impl PipelineCatalog {
-    /// Connects to (and if needed creates) the catalog described by `config`.
+    /// Connects to (and for the embedded catalog, if needed creates) the catalog of `config`.
+    /// Credentials are read here, from the AWS chain or the variables the spec names.
     pub async fn connect(config: &CatalogConfig) -> Result<PipelineCatalog> {
-        let CatalogConfig::Sql {
-            name,
-            database,
-            warehouse,
-        } = config;
-        std::fs::create_dir_all(warehouse).map_err(|e| Error::io(warehouse, e))?;
-        if let Some(parent) = database.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        match config {
+            CatalogConfig::Sql {
+                name,
+                database,
+                warehouse,
+            } => sql::connect(name, database, warehouse).await,
+            CatalogConfig::S3Tables(c) => s3tables::connect(c).await,
+            CatalogConfig::Rest(c) => rest::connect(c).await,
         }
-        let warehouse = std::path::absolute(warehouse).map_err(|e| Error::io(warehouse, e))?;
-        let database = std::path::absolute(database).map_err(|e| Error::io(database, e))?;
-        let props = HashMap::from([
-            (
-                SQL_CATALOG_PROP_URI.to_string(),
-                format!("sqlite://{}?mode=rwc", database.display()),
-            ),
-            (
-                SQL_CATALOG_PROP_WAREHOUSE.to_string(),
-                warehouse.display().to_string(),
-            ),
-        ]);
-        let factory = Arc::new(OpenDalStorageFactory::Fs);
-        let inner = SqlCatalogBuilder::default()
-            .with_storage_factory(factory.clone())
-            .load(name.clone(), props)
-            .await
-            .map_err(|e| Error::Table {
-                table: "(catalog)".into(),
-                message: format!("cannot open the embedded catalog {}", database.display()),
-                source: Some(Box::new(e)),
-            })?;
-        let file_io = FileIOBuilder::new(factory).build();
-        let publisher = Arc::new(SqlitePublisher {
-            name: name.clone(),
-            database: database.clone(),
-            file_io: file_io.clone(),
-        });
-        Ok(PipelineCatalog {
-            inner,
-            name: name.clone(),
-            database,
-            warehouse,
-            file_io,
-            publisher,
-        })
     }
 
     /// How this catalog publishes a run (see [`Publisher`]).
@@ -98,9 +83,12 @@ impl PipelineCatalog {
         self.publisher.try_publish(publication).await
     }
 
-    /// A connection to the catalog database that waits up to 30 s for other writers.
-    pub(super) async fn connect_sqlite(&self) -> Result<sqlx::SqliteConnection> {
-        publish::sqlite_connection(&self.database).await
+    /// A connection to the embedded catalog database that waits up to 30 s for other writers.
+    pub(super) async fn connect_sqlite(&self) -> Result<Option<sqlx::SqliteConnection>> {
+        match &self.backend {
+            Backend::Sql { database, .. } => Ok(Some(publish::sqlite_connection(database).await?)),
+            Backend::Remote(_) => Ok(None),
+        }
     }
 
     /// File access for the warehouse.
@@ -108,19 +96,46 @@ impl PipelineCatalog {
         &self.file_io
     }
 
-    /// The warehouse folder where new tables are placed.
-    pub fn warehouse(&self) -> &std::path::Path {
-        &self.warehouse
+    /// The local warehouse folder of the embedded catalog; `None` for remote catalogs.
+    pub fn local_warehouse(&self) -> Option<&Path> {
+        match &self.backend {
+            Backend::Sql { warehouse, .. } => Some(warehouse),
+            Backend::Remote(_) => None,
+        }
     }
 
-    /// The catalog's name (PyIceberg must be given the same name to see the tables).
+    /// The catalog's name (PyIceberg must be given the same name to see the embedded tables).
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    /// The SQLite file.
-    pub fn database(&self) -> &std::path::Path {
-        &self.database
+    /// `sql`, `s3tables` or `rest`.
+    pub fn kind(&self) -> &'static str {
+        match &self.backend {
+            Backend::Sql { .. } => "sql",
+            Backend::Remote(r) => r.kind(),
+        }
+    }
+
+    /// The file next to which run locks are kept: the SQLite file for the embedded catalog, a
+    /// file under the system temp folder (one per remote catalog) otherwise. Locks serialize
+    /// runs on one machine; across machines, compare-and-set on every table keeps runs apart.
+    pub fn lock_anchor(&self) -> Result<PathBuf> {
+        match &self.backend {
+            Backend::Sql { database, .. } => Ok(database.clone()),
+            Backend::Remote(r) => {
+                let dir = std::env::temp_dir().join("pipeline-locks");
+                std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+                Ok(dir.join(r.lock_name()))
+            }
+        }
+    }
+
+    pub(crate) fn remote(&self) -> Option<&Arc<remote::RemoteCatalog>> {
+        match &self.backend {
+            Backend::Remote(r) => Some(r),
+            Backend::Sql { .. } => None,
+        }
     }
 
     /// Creates the namespace if it does not exist yet.
@@ -135,6 +150,35 @@ impl PipelineCatalog {
             }
         }
         Ok(())
+    }
+
+    /// Creates `table` empty (no snapshot) in a remote catalog, which chooses its location;
+    /// the run's publish then moves it from that empty version. (The embedded catalog instead
+    /// creates a table when the run publishes.) If another writer created it meanwhile, theirs
+    /// is returned.
+    pub async fn create_empty_table(
+        &self,
+        table: &TableName,
+        creation: TableCreation,
+    ) -> Result<Table> {
+        let ns = NamespaceIdent::new(table.namespace.clone());
+        match self.inner.create_table(&ns, creation).await {
+            Ok(created) => Ok(created),
+            Err(e) => match self.load(table).await? {
+                Some(existing) => Ok(existing),
+                None => Err(Error::table(table, "cannot create table", e)),
+            },
+        }
+    }
+
+    /// The location a new table gets in the embedded catalog's warehouse folder.
+    pub fn local_table_location(&self, table: &TableName) -> Option<String> {
+        self.local_warehouse().map(|w| {
+            w.join(&table.namespace)
+                .join(&table.name)
+                .display()
+                .to_string()
+        })
     }
 
     /// Loads a table, or `None` when it does not exist.
@@ -160,7 +204,8 @@ impl PipelineCatalog {
         })
     }
 
-    /// Every table in every namespace, sorted.
+    /// Every table in every namespace, sorted (the remote catalogs' control table
+    /// `pipeline_meta.runs` included).
     pub async fn list_tables(&self) -> Result<Vec<TableName>> {
         let mut out = Vec::new();
         for ns in self.inner.list_namespaces(None).await? {
@@ -173,5 +218,16 @@ impl PipelineCatalog {
         }
         out.sort();
         Ok(out)
+    }
+
+    /// Completes (or, when a table moved meanwhile in a conflicting way, undoes) a publish that
+    /// a killed or failed command left half done. Only remote catalogs without multi-table
+    /// commits can be left so; for the others this does nothing. Every command that changes
+    /// tables calls it first.
+    pub async fn recover(&self) -> Result<Option<Recovery>> {
+        match &self.backend {
+            Backend::Sql { .. } => Ok(None),
+            Backend::Remote(r) => journal::recover(r).await,
+        }
     }
 }

@@ -1,6 +1,7 @@
-//! Run records: what each run (or rollback) changed, stored in the catalog database itself,
-//! in the same SQLite transaction as the table pointers it describes. A record exists if and
-//! only if its run was published.
+//! Run records: what each run (or rollback) changed. The embedded catalog stores them in its
+//! SQLite database, in the same transaction as the table pointers they describe; remote
+//! catalogs store them as rows of the control table `pipeline_meta.runs` (see `journal.rs`).
+//! A record exists if and only if its run was published.
 
 use serde::{Deserialize, Serialize};
 use sqlx::sqlite::SqliteConnection;
@@ -87,7 +88,10 @@ pub(super) async fn insert(
 impl PipelineCatalog {
     /// Every run record of this catalog, oldest first.
     pub async fn runs(&self) -> Result<Vec<RunRecord>> {
-        let mut conn = self.connect_sqlite().await?;
+        let Some(mut conn) = self.connect_sqlite().await? else {
+            let remote = self.remote().expect("a catalog is embedded or remote");
+            return super::journal::run_records(remote).await;
+        };
         sqlx::query(CREATE).execute(&mut conn).await?;
         let rows = sqlx::query(
             "SELECT record FROM pipeline_runs WHERE catalog_name = ? ORDER BY finished_at, run_id",

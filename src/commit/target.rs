@@ -41,90 +41,89 @@ pub async fn prepare_target(
     properties: HashMap<String, String>,
 ) -> Result<TableTarget> {
     catalog.ensure_namespace(&table.namespace).await?;
-    match catalog.load(table).await? {
+    let existing = match catalog.load(table).await? {
+        Some(existing) => existing,
         None => {
             let schema = schema_with_ids(columns, |_| None, 0)?;
             let spec = partition_spec(table, &schema, partition_by)?;
-            let location = catalog
-                .warehouse()
-                .join(&table.namespace)
-                .join(&table.name)
-                .display()
-                .to_string();
             let creation = TableCreation::builder()
                 .name(table.name.clone())
-                .location(location)
+                .location_opt(catalog.local_table_location(table))
                 .schema(schema)
                 .partition_spec(spec)
-                .properties(properties)
+                .properties(properties.clone())
                 .format_version(FormatVersion::V2)
                 .build();
-            let metadata = TableMetadataBuilder::from_table_creation(creation)?
-                .build()?
-                .metadata;
-            Ok(TableTarget {
-                table: table.clone(),
-                base_location: None,
-                metadata,
-                reshaped: true,
-            })
-        }
-        Some(existing) => {
-            let base_location = existing.metadata_location_result()?.to_string();
-            let current = existing.metadata().clone();
-            let current_schema = current.current_schema().clone();
-            let same_schema = current_schema.as_struct().fields().len() == columns.len()
-                && current_schema
-                    .as_struct()
-                    .fields()
-                    .iter()
-                    .zip(columns)
-                    .all(|(f, c)| {
-                        f.name == c.name && *f.field_type == c.ty && f.required == c.required
-                    });
-            let mut builder = current.clone().into_builder(Some(base_location.clone()));
-            let schema = if same_schema {
-                current_schema.as_ref().clone()
-            } else {
-                let schema = schema_with_ids(
-                    columns,
-                    |c| {
-                        current_schema
-                            .field_by_name(&c.name)
-                            .filter(|f| *f.field_type == c.ty)
-                            .map(|f| f.id)
-                    },
-                    current.last_column_id(),
-                )?;
-                builder = builder.add_current_schema(schema.clone())?;
-                schema
-            };
-            let spec = partition_spec(table, &schema, partition_by)?;
-            let current_spec = current
-                .default_partition_spec()
-                .fields()
-                .iter()
-                .map(|f| (f.source_id, f.name.clone(), f.transform))
-                .collect::<Vec<_>>();
-            let wanted_spec = spec
-                .fields()
-                .iter()
-                .map(|f| (f.source_id, f.name.clone(), f.transform))
-                .collect::<Vec<_>>();
-            if current_spec != wanted_spec {
-                builder = builder.add_default_partition_spec(spec)?;
+            if catalog.local_warehouse().is_some() {
+                // The embedded catalog creates the table when the run publishes.
+                let metadata = TableMetadataBuilder::from_table_creation(creation)?
+                    .build()?
+                    .metadata;
+                return Ok(TableTarget {
+                    table: table.clone(),
+                    base_location: None,
+                    metadata,
+                    reshaped: true,
+                });
             }
-            if !same_schema || current_spec != wanted_spec {
-                tracing::info!(table = %table, "schema or partition spec changed; evolving the table");
-            }
-            Ok(TableTarget {
-                table: table.clone(),
-                base_location: Some(base_location),
-                metadata: builder.build()?.metadata,
-                reshaped: !same_schema || current_spec != wanted_spec,
-            })
+            // A remote catalog chooses the location: it creates the table now, empty, and
+            // the run writes on top of that version.
+            catalog.create_empty_table(table, creation).await?
         }
+    };
+    let base_location = existing.metadata_location_result()?.to_string();
+    let current = existing.metadata().clone();
+    let current_schema = current.current_schema().clone();
+    let same_schema = current_schema.as_struct().fields().len() == columns.len()
+        && current_schema
+            .as_struct()
+            .fields()
+            .iter()
+            .zip(columns)
+            .all(|(f, c)| f.name == c.name && *f.field_type == c.ty && f.required == c.required);
+    let mut builder = current.clone().into_builder(Some(base_location.clone()));
+    let schema = if same_schema {
+        current_schema.as_ref().clone()
+    } else {
+        let schema = schema_with_ids(
+            columns,
+            |c| {
+                current_schema
+                    .field_by_name(&c.name)
+                    .filter(|f| *f.field_type == c.ty)
+                    .map(|f| f.id)
+            },
+            current.last_column_id(),
+        )?;
+        builder = builder.add_current_schema(schema.clone())?;
+        schema
+    };
+    let spec = partition_spec(table, &schema, partition_by)?;
+    let current_spec = current
+        .default_partition_spec()
+        .fields()
+        .iter()
+        .map(|f| (f.source_id, f.name.clone(), f.transform))
+        .collect::<Vec<_>>();
+    let wanted_spec = spec
+        .fields()
+        .iter()
+        .map(|f| (f.source_id, f.name.clone(), f.transform))
+        .collect::<Vec<_>>();
+    if current_spec != wanted_spec {
+        builder = builder.add_default_partition_spec(spec)?;
     }
+    if !same_schema || current_spec != wanted_spec {
+        tracing::info!(table = %table, "schema or partition spec changed; evolving the table");
+    }
+    Ok(TableTarget {
+        table: table.clone(),
+        base_location: Some(base_location),
+        metadata: builder.build()?.metadata,
+        reshaped: !same_schema
+            || current_spec != wanted_spec
+            || current.current_snapshot_id().is_none(),
+    })
 }
 
 /// A schema with fresh field ids 1..n for `columns`.

@@ -89,6 +89,8 @@ pub trait Observer: Send + Sync {
     fn rebasing(&self, _table: &TableName, _attempt: u32) {}
     /// Another run of the pipeline holds the lock; this run waits for it.
     fn waiting_for(&self, _holder: &str) {}
+    /// A publish an earlier command left half done was completed or undone first.
+    fn recovered(&self, _what: &str) {}
 }
 
 /// An observer that shows nothing.
@@ -154,14 +156,18 @@ pub async fn run_pipeline(
     let clock = Instant::now();
     let mut validated = validate(pipeline).await?;
     tracing::debug!(ms = clock.elapsed().as_millis() as u64, "validated");
-    let database = validated.catalog.database().to_path_buf();
+    let database = validated.catalog.lock_anchor()?;
     let (name, waiter) = (pipeline.name.clone(), observer.clone());
     let lock = tokio::task::spawn_blocking(move || {
         lock::acquire(&database, &name, wait, |holder| waiter.waiting_for(holder))
     })
     .await
     .map_err(|e| Error::Usage(format!("lock task failed: {e}")))??;
-    if lock.waited {
+    let recovered = validated.catalog.recover().await?;
+    if let Some(r) = &recovered {
+        observer.recovered(&r.to_string());
+    }
+    if lock.waited || recovered.is_some() {
         // Tables moved while this run waited: read them again.
         validated = validate(pipeline).await?;
     }

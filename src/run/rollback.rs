@@ -17,7 +17,7 @@ use crate::spec::TableName;
 pub async fn rollback(catalog: &PipelineCatalog, run_id: &str) -> Result<RunRecord> {
     let run = catalog.run(run_id).await?;
     // A rollback is a run of its pipeline: it waits for a run in progress to finish.
-    let (database, name) = (catalog.database().to_path_buf(), run.pipeline.clone());
+    let (database, name) = (catalog.lock_anchor()?, run.pipeline.clone());
     let _lock = tokio::task::spawn_blocking(move || {
         super::lock::acquire(
             &database,
@@ -28,6 +28,9 @@ pub async fn rollback(catalog: &PipelineCatalog, run_id: &str) -> Result<RunReco
     })
     .await
     .map_err(|e| Error::Usage(format!("lock task failed: {e}")))??;
+    if let Some(r) = catalog.recover().await? {
+        eprintln!("pipeline: {r}");
+    }
     let started = chrono::Utc::now();
     let mut publication = Publication::default();
     let mut tables = Vec::new();
@@ -78,7 +81,10 @@ pub async fn rollback(catalog: &PipelineCatalog, run_id: &str) -> Result<RunReco
                 let rows = total_records(metadata.current_snapshot());
                 (Some(metadata), "rollback", rows)
             }
-            None => (None, "drop", 0),
+            // The embedded catalog drops a table the run created; remote catalogs, where the
+            // table existed (empty) before the run's publish, empty it.
+            None if catalog.local_warehouse().is_some() => (None, "drop", 0),
+            None => (None, "empty", 0),
         };
         tables.push(TableRecord {
             table: t.table.clone(),

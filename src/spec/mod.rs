@@ -2,6 +2,7 @@
 //! model. Loading rejects unknown keys, wrong types, unknown column types, bad partition
 //! expressions and missing SQL files with `file:line:col` and a hint; it never touches data.
 
+mod catalog;
 mod column_type;
 mod load;
 mod partition;
@@ -9,6 +10,9 @@ mod partition;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use catalog::{
+    read_env, CatalogConfig, RestConfig, S3Storage, S3TablesConfig, StaticCredentials,
+};
 pub use column_type::{ColumnType, TYPE_NAMES};
 pub use load::{display_path_in, list_pipelines, load_pipeline, load_pipeline_file};
 pub use partition::{is_identifier, PartitionField};
@@ -69,7 +73,10 @@ pub struct Pipeline {
     pub file: PathBuf,
     /// The project directory; relative paths in the spec resolve against it.
     pub project_dir: PathBuf,
+    /// The catalog in use: `[catalog]`, or the `[catalogs.NAME]` chosen with `--catalog`.
     pub catalog: CatalogConfig,
+    /// `[catalogs.NAME]` sections.
+    pub catalogs: std::collections::BTreeMap<String, CatalogConfig>,
     pub ingests: Vec<IngestJob>,
     pub transforms: Vec<TransformJob>,
     /// `[retention] max_snapshots`: each table the pipeline writes keeps about this many
@@ -77,28 +84,27 @@ pub struct Pipeline {
     pub max_snapshots: Option<usize>,
 }
 
-/// Which catalog holds the tables.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CatalogConfig {
-    /// The embedded default: an Iceberg SQL catalog in a SQLite file plus a local warehouse folder.
-    Sql {
-        /// Catalog name recorded in the SQLite file (readers must use the same name).
-        name: String,
-        /// Absolute path of the SQLite database file.
-        database: PathBuf,
-        /// Absolute path of the warehouse folder.
-        warehouse: PathBuf,
-    },
-}
-
-impl CatalogConfig {
-    /// The embedded default for a project: `warehouse/catalog.db` and `warehouse/`.
-    pub fn embedded_default(project_dir: &std::path::Path) -> CatalogConfig {
-        let warehouse = project_dir.join("warehouse");
-        CatalogConfig::Sql {
-            name: "default".into(),
-            database: warehouse.join("catalog.db"),
-            warehouse,
+impl Pipeline {
+    /// Switches to the catalog `[catalogs.NAME]` (the `--catalog NAME` option).
+    pub fn use_catalog(&mut self, name: &str) -> crate::error::Result<()> {
+        match self.catalogs.get(name) {
+            Some(c) => {
+                self.catalog = c.clone();
+                Ok(())
+            }
+            None => Err(crate::error::Error::Pipeline {
+                file: self.file.clone(),
+                message: format!("no catalog named `{name}`"),
+                hint: Some(if self.catalogs.is_empty() {
+                    "the spec has no [catalogs.NAME] sections; add one to choose it with --catalog"
+                        .into()
+                } else {
+                    format!(
+                        "the spec defines: {}",
+                        self.catalogs.keys().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                }),
+            }),
         }
     }
 }

@@ -10,9 +10,13 @@ use serde_json::Value;
 /// A project directory in a temp folder, removed when dropped.
 pub struct Project {
     pub dir: tempfile::TempDir,
+    /// Environment variables every command gets (e.g. credentials a remote catalog names).
+    pub env: Vec<(String, String)>,
+    /// `--catalog NAME` added to every command (a `[catalogs.NAME]` of the specs).
+    pub catalog: Option<String>,
 }
 
-fn repo() -> PathBuf {
+pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -34,6 +38,8 @@ impl Project {
     pub fn empty() -> Project {
         Project {
             dir: tempfile::tempdir().unwrap(),
+            env: Vec::new(),
+            catalog: None,
         }
     }
 
@@ -57,12 +63,20 @@ impl Project {
         std::fs::write(path, content).unwrap();
     }
 
+    /// `pipeline --project DIR [--catalog NAME] ARGS...`, with the project's environment.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_pipeline"));
+        command.arg("--project").arg(self.path()).args(args);
+        if let Some(catalog) = &self.catalog {
+            command.arg("--catalog").arg(catalog);
+        }
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
+        command
+    }
+
     /// Runs `pipeline --project DIR ARGS...`.
     pub fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_pipeline"))
-            .arg("--project")
-            .arg(self.path())
-            .args(args)
+        self.command(args)
             .output()
             .expect("run the pipeline binary")
     }
@@ -217,11 +231,8 @@ impl Project {
     /// Starts `pipeline ARGS` and returns once it says it paused at `point`. With `gate`, the
     /// pause ends when that file exists ([`Paused::release`]); without, it lasts until killed.
     pub fn start_paused(&self, args: &[&str], point: &str, gate: Option<PathBuf>) -> Paused {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_pipeline"));
+        let mut command = self.command(args);
         command
-            .arg("--project")
-            .arg(self.path())
-            .args(args)
             .env("PIPELINE_PAUSE_AT", point)
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

@@ -6,11 +6,11 @@
 
 use crate::common::{Paused, Project};
 
-const HEADER: &str = "id,ts,amount\n";
+pub(crate) const HEADER: &str = "id,ts,amount\n";
 
 /// A project with two pipelines loading into bronze.events, and two that both write
 /// silver.daily (by day, replace_partitions).
-fn project() -> Project {
+pub(crate) fn project() -> Project {
     let p = Project::empty();
     let ingest = |name: &str, folder: &str, transform: bool| {
         let mut spec = format!(
@@ -45,7 +45,7 @@ const DAILY: &str = "\n[[transform]]\ntable = \"silver.daily\"\nsql = \"sql/dail
                      incremental_by = { \"bronze.events\" = \"ts\" }\n";
 
 /// Starts `pipeline ARGS` paused after staging, until [`Paused::release`].
-fn start_paused(p: &Project, args: &[&str]) -> Paused {
+pub(crate) fn start_paused(p: &Project, args: &[&str]) -> Paused {
     let gate = p.path().join(format!("release-{}", args.join("-")));
     p.start_paused(args, "staged", Some(gate))
 }

@@ -15,6 +15,8 @@ mod many_appends;
 mod orphans;
 mod partitioning;
 mod quarantine;
+mod remote;
+mod remote_catalogs;
 mod retail_pipeline;
 mod retention;
 mod run_records;

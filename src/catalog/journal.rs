@@ -1,0 +1,632 @@
+//! Publishing on catalogs that move one table at a time (S3 Tables; REST servers without
+//! multi-table commits), through a durable publish record.
+//!
+//! The record lives in the catalog itself, in the control table `pipeline_meta.runs`: its
+//! table property `pipeline.publishing` holds the run's intent (which snapshot each table moves
+//! to, from which metadata version), and each published run appends one row holding its run
+//! record. Every change of the control table is a new snapshot moved by compare-and-set, so
+//! only one intent can be pending at a time.
+//!
+//! ```text
+//!  write new metadata files ─▶ check every table is still at its base ─▶ (conflict: nothing done)
+//!      ─▶ control table: set intent ─▶ move table 1 … table N (compare-and-set each)
+//!      ─▶ control table: clear intent + append run record
+//! ```
+//!
+//! A command killed after the intent is set leaves it pending. The next command that changes
+//! tables ([`recover`]) completes it: tables still at their base move forward, and the run
+//! record is written. If a table was moved meanwhile by another writer (neither at its base
+//! nor at its target), the intent is rolled back instead: tables already moved go back to their
+//! base version, and no run record is written. Moving a table that is already at its target is
+//! a no-op, so a recovery racing the original command converges on the same outcome.
+//!
+//! What a reader can observe: between the first and the last table move, some of the run's
+//! tables are at the new version and others at the old one (never a mix within one table).
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, StringArray};
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use iceberg::io::FileIO;
+use iceberg::spec::{
+    FormatVersion, NestedField, PrimitiveType, Schema, TableMetadata, Type, MAIN_BRANCH,
+};
+use iceberg::{MetadataLocation, NamespaceIdent, TableCreation};
+use serde::{Deserialize, Serialize};
+
+use super::publish::{Publication, PublishOutcome, Publisher};
+use super::remote::{RemoteCatalog, Swap};
+use super::runs::RunRecord;
+use crate::commit::{stage_snapshot, TableTarget, WriteMode};
+use crate::error::{Error, Result};
+use crate::spec::TableName;
+use crate::write::TableWriter;
+
+/// Namespace of the control table of remote catalogs.
+pub const CONTROL_NAMESPACE: &str = "pipeline_meta";
+/// Name of the control table: run records (rows) and the pending publish (a table property).
+pub const CONTROL_TABLE: &str = "runs";
+const INTENT_KEY: &str = "pipeline.publishing";
+
+/// One table's planned move.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct IntentEntry {
+    table: String,
+    /// The metadata version the change was staged on.
+    from_location: String,
+    from_snapshot: Option<i64>,
+    /// `main` after the move (`None`: the table is emptied).
+    to_snapshot: Option<i64>,
+    /// The new metadata, already written.
+    metadata_file: String,
+}
+
+/// A publish in progress.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Intent {
+    id: String,
+    started_at: String,
+    entries: Vec<IntentEntry>,
+    record: Option<RunRecord>,
+}
+
+/// What [`recover`] did with a publish a previous command left half done.
+#[derive(Debug, Clone)]
+pub struct Recovery {
+    /// The run whose publish was pending.
+    pub run_id: String,
+    /// `true`: completed (rolled forward); `false`: undone (rolled back).
+    pub completed: bool,
+    /// Tables it moved.
+    pub tables: Vec<String>,
+}
+
+impl std::fmt::Display for Recovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.completed {
+            write!(
+                f,
+                "completed the publish of run {} that an earlier command left half done (moved: {})",
+                self.run_id,
+                list(&self.tables)
+            )
+        } else {
+            write!(
+                f,
+                "rolled back the half-done publish of run {}: another writer changed one of its tables meanwhile (moved back: {})",
+                self.run_id,
+                list(&self.tables)
+            )
+        }
+    }
+}
+
+fn list(tables: &[String]) -> String {
+    if tables.is_empty() {
+        "none".into()
+    } else {
+        tables.join(", ")
+    }
+}
+
+pub(super) fn control_name() -> TableName {
+    TableName {
+        namespace: CONTROL_NAMESPACE.into(),
+        name: CONTROL_TABLE.into(),
+    }
+}
+
+fn control_schema() -> Result<Schema> {
+    let fields = [
+        "run_id",
+        "pipeline",
+        "kind",
+        "started_at",
+        "finished_at",
+        "record",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, name)| {
+        NestedField::required(i as i32 + 1, *name, Type::Primitive(PrimitiveType::String)).into()
+    })
+    .collect::<Vec<_>>();
+    Ok(Schema::builder().with_fields(fields).build()?)
+}
+
+/// The control table's current version, created on first use.
+async fn control_table(remote: &RemoteCatalog) -> Result<super::remote::Current> {
+    let name = control_name();
+    if let Some(current) = remote.current(&name).await? {
+        return Ok(current);
+    }
+    let ns = NamespaceIdent::new(CONTROL_NAMESPACE.to_string());
+    if !remote.catalog.namespace_exists(&ns).await? {
+        if let Err(e) = remote.catalog.create_namespace(&ns, HashMap::new()).await {
+            if !remote.catalog.namespace_exists(&ns).await? {
+                return Err(e.into());
+            }
+        }
+    }
+    let creation = TableCreation::builder()
+        .name(CONTROL_TABLE.to_string())
+        .schema(control_schema()?)
+        .format_version(FormatVersion::V2)
+        .properties(HashMap::from([(
+            "comment".to_string(),
+            "pipeline run records (one row per published run) and the pending publish".to_string(),
+        )]))
+        .build();
+    if let Err(e) = remote.catalog.create_table(&ns, creation).await {
+        tracing::debug!(error = %e, "control table creation failed; another writer may have created it");
+    }
+    remote
+        .current(&name)
+        .await?
+        .ok_or_else(|| Error::table_msg(&name, "cannot create the control table of this catalog"))
+}
+
+fn intent_of(metadata: &TableMetadata) -> Result<Option<Intent>> {
+    metadata
+        .properties()
+        .get(INTENT_KEY)
+        .map(|text| {
+            serde_json::from_str(text).map_err(|e| {
+                Error::table_msg(
+                    control_name(),
+                    format!("unreadable pending publish in property {INTENT_KEY}: {e}"),
+                )
+            })
+        })
+        .transpose()
+}
+
+/// The control table's next version: the intent set (`Some`) or cleared (`None`), and
+/// `record` appended as a row.
+async fn stage_control(
+    remote: &RemoteCatalog,
+    current: &super::remote::Current,
+    intent: Option<&Intent>,
+    record: Option<&RunRecord>,
+) -> Result<TableMetadata> {
+    let name = control_name();
+    let target = TableTarget {
+        table: name.clone(),
+        base_location: Some(current.location.clone()),
+        metadata: current.metadata.clone(),
+        reshaped: false,
+    };
+    let mut files = Vec::new();
+    if let Some(record) = record {
+        let mut writer = TableWriter::new(
+            &name.to_string(),
+            &current.metadata,
+            remote.file_io.clone(),
+            64 * 1024 * 1024,
+            &format!("run-{}", record.run_id),
+        )
+        .await?;
+        let json = serde_json::to_string(record)
+            .map_err(|e| Error::Usage(format!("cannot encode the run record: {e}")))?;
+        let column = |v: &str| Arc::new(StringArray::from(vec![v.to_string()])) as ArrayRef;
+        let batch = RecordBatch::try_new(
+            writer.schema().clone(),
+            vec![
+                column(&record.run_id),
+                column(&record.pipeline),
+                column(&record.kind),
+                column(&record.started_at),
+                column(&record.finished_at),
+                column(&json),
+            ],
+        )?;
+        writer.write(batch).await?;
+        files = writer.close().await?;
+    }
+    let summary = HashMap::from([(
+        "pipeline.control".to_string(),
+        match (intent, record) {
+            (Some(_), _) => "publish-intent",
+            (None, Some(_)) => "run-record",
+            (None, None) => "publish-cleared",
+        }
+        .to_string(),
+    )]);
+    let staged = stage_snapshot(target, files, &remote.file_io, summary, WriteMode::Append).await?;
+    let mut builder = staged
+        .published_metadata()?
+        .into_builder(Some(current.location.clone()));
+    builder = match intent {
+        Some(intent) => builder.set_properties(HashMap::from([(
+            INTENT_KEY.to_string(),
+            serde_json::to_string(intent)
+                .map_err(|e| Error::Usage(format!("cannot encode the publish intent: {e}")))?,
+        )]))?,
+        None if current.metadata.properties().contains_key(INTENT_KEY) => {
+            builder.remove_properties(&[INTENT_KEY.to_string()])?
+        }
+        None => builder,
+    };
+    Ok(builder.build()?.metadata)
+}
+
+/// The control table now, and its next version with `record` appended (for a publisher that
+/// commits it together with the run's tables).
+pub(super) async fn control_with_record(
+    remote: &RemoteCatalog,
+    record: &RunRecord,
+) -> Result<(super::remote::Current, TableMetadata)> {
+    let control = control_table(remote).await?;
+    let new = stage_control(remote, &control, None, Some(record)).await?;
+    Ok((control, new))
+}
+
+/// Moves the control table one version on (see [`stage_control`]). `Swap::Conflict` when
+/// another command changed it first.
+async fn commit_control(
+    remote: &RemoteCatalog,
+    current: &super::remote::Current,
+    intent: Option<&Intent>,
+    record: Option<&RunRecord>,
+) -> Result<Swap> {
+    let new = stage_control(remote, current, intent, record).await?;
+    let file = write_next(&remote.file_io, &current.location, &new).await?;
+    remote
+        .pointers
+        .swap(
+            &control_name(),
+            &current.location,
+            &current.metadata,
+            &file,
+            &new,
+        )
+        .await
+}
+
+/// Writes `metadata` as the version after `base_location`; returns its location.
+async fn write_next(
+    file_io: &FileIO,
+    base_location: &str,
+    metadata: &TableMetadata,
+) -> Result<String> {
+    let location = MetadataLocation::from_str(base_location)?
+        .with_next_version()
+        .with_new_metadata(metadata);
+    metadata.write_to(file_io, &location).await?;
+    Ok(location.to_string())
+}
+
+/// `metadata` with `main` removed: the table reads as empty (how a remote catalog "drops" a
+/// table a rolled-back run created; its history stays).
+pub(super) fn emptied(metadata: &TableMetadata, base_location: &str) -> Result<TableMetadata> {
+    Ok(metadata
+        .clone()
+        .into_builder(Some(base_location.to_string()))
+        .remove_ref(MAIN_BRANCH)
+        .build()?
+        .metadata)
+}
+
+/// The publisher of remote catalogs without multi-table commits.
+pub struct JournaledPublisher {
+    pub remote: Arc<RemoteCatalog>,
+}
+
+#[async_trait]
+impl Publisher for JournaledPublisher {
+    async fn try_publish(&self, publication: &Publication) -> Result<PublishOutcome> {
+        let remote = &self.remote;
+        // 1. New metadata files (invisible until a pointer moves to them).
+        let mut entries = Vec::with_capacity(publication.changes.len());
+        let mut news = Vec::with_capacity(publication.changes.len());
+        for change in &publication.changes {
+            let Some(base_location) = &change.expected_location else {
+                return Err(Error::table_msg(
+                    &change.table,
+                    "internal: a remote catalog's table must exist before its first publish",
+                ));
+            };
+            let base = remote.read_metadata(base_location).await?;
+            let new = match &change.metadata {
+                Some(m) => m.clone(),
+                None => emptied(&base, base_location)?,
+            };
+            let file = write_next(&remote.file_io, base_location, &new).await?;
+            entries.push(IntentEntry {
+                table: change.table.to_string(),
+                from_location: base_location.clone(),
+                from_snapshot: base.current_snapshot_id(),
+                to_snapshot: new.current_snapshot_id(),
+                metadata_file: file,
+            });
+            news.push((base, new));
+        }
+        // 2. Every table must still be where the run found it.
+        let mut conflicts = Vec::new();
+        for (index, change) in publication.changes.iter().enumerate() {
+            let current = remote.current(&change.table).await?;
+            if current.map(|c| c.location) != change.expected_location {
+                conflicts.push(index);
+            }
+        }
+        if !conflicts.is_empty() {
+            return Ok(PublishOutcome::Conflicts(conflicts));
+        }
+        // 3. The intent, durably.
+        let intent = Intent {
+            id: publication
+                .record
+                .as_ref()
+                .map(|r| r.run_id.clone())
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            started_at: chrono::Utc::now().to_rfc3339(),
+            entries,
+            record: publication.record.clone(),
+        };
+        set_intent(remote, &intent).await?;
+        // 4. Each table, by compare-and-set.
+        let mut moved: Vec<String> = Vec::new();
+        for (index, (entry, (base, new))) in intent.entries.iter().zip(&news).enumerate() {
+            let table = &publication.changes[index].table;
+            match remote
+                .pointers
+                .swap(table, &entry.from_location, base, &entry.metadata_file, new)
+                .await?
+            {
+                Swap::Moved(location) => moved.push(location),
+                Swap::AlreadyThere => {
+                    let now = remote.current(table).await?;
+                    moved.push(now.map(|c| c.location).unwrap_or_default());
+                }
+                Swap::Conflict => {
+                    if !is_pending(remote, &intent).await? {
+                        // Another command resolved this publish meanwhile (a recovery that
+                        // found it pending): its outcome is ours.
+                        return outcome_of(remote, &intent, publication, index).await;
+                    }
+                    // Another writer got in between the check and the move: undo ours.
+                    tracing::warn!(table = %table, "table moved during publish; rolling back");
+                    resolve(remote, &intent).await?;
+                    return Ok(PublishOutcome::Conflicts(vec![index]));
+                }
+            }
+            crate::fault::pause_point("publishing");
+        }
+        // 5. Done: clear the intent and append the record.
+        if !finish(remote, &intent, true).await? {
+            return outcome_of(remote, &intent, publication, 0).await;
+        }
+        Ok(PublishOutcome::Published(moved))
+    }
+}
+
+/// Sets `intent` on the control table, first resolving another command's pending one.
+async fn set_intent(remote: &RemoteCatalog, intent: &Intent) -> Result<()> {
+    for _ in 0..20 {
+        let control = control_table(remote).await?;
+        if let Some(pending) = intent_of(&control.metadata)? {
+            tracing::warn!(run = %pending.id, "another command left a publish pending; resolving it first");
+            resolve(remote, &pending).await?;
+            continue;
+        }
+        if let Swap::Moved(_) | Swap::AlreadyThere =
+            commit_control(remote, &control, Some(intent), None).await?
+        {
+            return Ok(());
+        }
+    }
+    Err(Error::Conflict {
+        table: control_name().to_string(),
+        message: "the control table kept changing while this command tried to record its publish"
+            .into(),
+    })
+}
+
+/// Whether `intent` is still the control table's pending publish.
+async fn is_pending(remote: &RemoteCatalog, intent: &Intent) -> Result<bool> {
+    let control = control_table(remote).await?;
+    Ok(intent_of(&control.metadata)?.is_some_and(|p| p.id == intent.id))
+}
+
+/// The outcome of a publish another command resolved: published if its run record exists,
+/// otherwise (rolled back) a conflict on change `index`.
+async fn outcome_of(
+    remote: &RemoteCatalog,
+    intent: &Intent,
+    publication: &Publication,
+    index: usize,
+) -> Result<PublishOutcome> {
+    let recorded = match &intent.record {
+        Some(record) => run_records(remote)
+            .await?
+            .iter()
+            .any(|r| r.run_id == record.run_id),
+        None => false,
+    };
+    if !recorded {
+        tracing::warn!(run = %intent.id, "another command rolled this publish back");
+        return Ok(PublishOutcome::Conflicts(vec![index]));
+    }
+    tracing::info!(run = %intent.id, "another command completed this publish");
+    let mut locations = Vec::new();
+    for change in &publication.changes {
+        let now = remote.current(&change.table).await?;
+        locations.push(now.map(|c| c.location).unwrap_or_default());
+    }
+    Ok(PublishOutcome::Published(locations))
+}
+
+/// Clears `intent` (if it is still the pending one) and, when `completed`, appends its record.
+/// `false` when another command had already resolved it.
+async fn finish(remote: &RemoteCatalog, intent: &Intent, completed: bool) -> Result<bool> {
+    for _ in 0..20 {
+        let control = control_table(remote).await?;
+        match intent_of(&control.metadata)? {
+            Some(pending) if pending.id == intent.id => {}
+            // Someone else (a recovery) resolved it already.
+            _ => return Ok(false),
+        }
+        let record = if completed {
+            intent.record.as_ref()
+        } else {
+            None
+        };
+        if let Swap::Moved(_) | Swap::AlreadyThere =
+            commit_control(remote, &control, None, record).await?
+        {
+            return Ok(true);
+        }
+    }
+    Err(Error::Conflict {
+        table: control_name().to_string(),
+        message: "the control table kept changing while this command tried to finish its publish"
+            .into(),
+    })
+}
+
+/// Where one table of an intent stands.
+enum Position {
+    AtBase,
+    AtTarget,
+    Elsewhere,
+}
+
+async fn position(remote: &RemoteCatalog, entry: &IntentEntry) -> Result<(TableName, Position)> {
+    let table = TableName::parse(&entry.table).ok_or_else(|| {
+        Error::Usage(format!(
+            "publish record names a bad table `{}`",
+            entry.table
+        ))
+    })?;
+    let position = match remote.current(&table).await? {
+        Some(c) if c.location == entry.from_location => Position::AtBase,
+        Some(c)
+            if c.location == entry.metadata_file
+                || (remote.kind == "rest"
+                    && c.metadata.current_snapshot_id() == entry.to_snapshot
+                    && c.metadata.current_snapshot_id() != entry.from_snapshot) =>
+        {
+            Position::AtTarget
+        }
+        _ => Position::Elsewhere,
+    };
+    Ok((table, position))
+}
+
+/// Completes `intent` (every table still at its base moves on) or, when a table is elsewhere,
+/// moves the tables that reached their target back; then clears it. Returns what it did.
+async fn resolve(remote: &RemoteCatalog, intent: &Intent) -> Result<Recovery> {
+    let mut positions = Vec::new();
+    for entry in &intent.entries {
+        positions.push(position(remote, entry).await?);
+    }
+    let conflicting = positions
+        .iter()
+        .any(|(_, p)| matches!(p, Position::Elsewhere));
+    let mut tables = Vec::new();
+    for (entry, (table, position)) in intent.entries.iter().zip(&positions) {
+        match (conflicting, position) {
+            (false, Position::AtBase) => {
+                let base = remote.read_metadata(&entry.from_location).await?;
+                let new = remote.read_metadata(&entry.metadata_file).await?;
+                match remote
+                    .pointers
+                    .swap(table, &entry.from_location, &base, &entry.metadata_file, &new)
+                    .await?
+                {
+                    Swap::Moved(_) | Swap::AlreadyThere => tables.push(entry.table.clone()),
+                    Swap::Conflict => {
+                        return Err(Error::Conflict {
+                            table: entry.table.clone(),
+                            message: format!(
+                                "it moved while completing the pending publish of run {}; run the command again",
+                                intent.id
+                            ),
+                        })
+                    }
+                }
+            }
+            (true, Position::AtTarget) => {
+                let current = remote.current(table).await?.ok_or_else(|| {
+                    Error::table_msg(table, "disappeared while rolling back a pending publish")
+                })?;
+                let old = remote.read_metadata(&entry.from_location).await?;
+                // The old version becomes current again: as its own file (S3 Tables moves the
+                // pointer back to it) or as updates (REST).
+                remote
+                    .pointers
+                    .swap(
+                        table,
+                        &current.location,
+                        &current.metadata,
+                        &entry.from_location,
+                        &old,
+                    )
+                    .await?;
+                tables.push(entry.table.clone());
+            }
+            _ => {}
+        }
+    }
+    finish(remote, intent, !conflicting).await?;
+    Ok(Recovery {
+        run_id: intent
+            .record
+            .as_ref()
+            .map(|r| r.run_id.clone())
+            .unwrap_or_else(|| intent.id.clone()),
+        completed: !conflicting,
+        tables,
+    })
+}
+
+/// Resolves the publish a previous command left pending, if any (see the module doc).
+pub async fn recover(remote: &RemoteCatalog) -> Result<Option<Recovery>> {
+    let name = control_name();
+    let Some(control) = remote.current(&name).await? else {
+        return Ok(None);
+    };
+    let Some(intent) = intent_of(&control.metadata)? else {
+        return Ok(None);
+    };
+    let recovery = resolve(remote, &intent).await?;
+    tracing::info!("{recovery}");
+    Ok(Some(recovery))
+}
+
+/// Every run record in the control table, oldest first.
+pub async fn run_records(remote: &RemoteCatalog) -> Result<Vec<RunRecord>> {
+    let name = control_name();
+    let Some(_) = remote.current(&name).await? else {
+        return Ok(Vec::new());
+    };
+    let table = remote
+        .catalog
+        .load_table(&name.ident())
+        .await
+        .map_err(|e| Error::table(&name, "cannot load the control table", e))?;
+    if table.metadata().current_snapshot().is_none() {
+        return Ok(Vec::new());
+    }
+    let stream = table.scan().select(["record"]).build()?.to_arrow().await?;
+    let batches: Vec<RecordBatch> = stream.try_collect().await?;
+    let mut out = Vec::new();
+    for batch in batches {
+        let column = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or_else(|| Error::table_msg(&name, "column `record` is not a string"))?;
+        for text in column.iter().flatten() {
+            out.push(
+                serde_json::from_str::<RunRecord>(text)
+                    .map_err(|e| Error::table_msg(&name, format!("unreadable run record: {e}")))?,
+            );
+        }
+    }
+    out.sort_by(|a, b| (&a.finished_at, &a.run_id).cmp(&(&b.finished_at, &b.run_id)));
+    Ok(out)
+}

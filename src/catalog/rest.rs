@@ -1,0 +1,421 @@
+//! Iceberg REST catalogs. Reads go through `iceberg-catalog-rest`; commits are sent by this
+//! module as REST `CommitTableRequest`s (the crate cannot send a prepared commit): all of a
+//! run's tables in one `POST /v1/{prefix}/transactions/commit` when the server lists that
+//! endpoint in `/v1/config` (all or nothing), otherwise one table at a time through the journal
+//! (see `journal.rs`).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use iceberg::spec::TableMetadata;
+use iceberg::CatalogBuilder;
+use iceberg_catalog_rest::{
+    RestCatalogBuilder, REST_CATALOG_PROP_URI, REST_CATALOG_PROP_WAREHOUSE,
+};
+use iceberg_storage_opendal::OpenDalResolvingStorageFactory;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use super::journal::{self, JournaledPublisher};
+use super::publish::{Publication, PublishOutcome, Publisher};
+use super::remote::{RemoteCatalog, Swap, TablePointers};
+use super::{storage, updates, Backend, PipelineCatalog};
+use crate::error::{Error, Result};
+use crate::spec::{read_env, RestConfig, TableName};
+
+const TRANSACTIONS_ENDPOINT: &str = "POST /v1/{prefix}/transactions/commit";
+
+/// Connects to the REST catalog of `config`.
+pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
+    let identity = config.uri.clone();
+    let fail = |message: String| Error::Catalog {
+        catalog: identity.clone(),
+        message,
+    };
+    let sdk = storage::sdk_config(&identity, &config.storage, None).await?;
+    let mut props = storage::file_io_props(&identity, &config.storage, &sdk).await?;
+    let file_props = props.clone();
+    props.insert(REST_CATALOG_PROP_URI.to_string(), config.uri.clone());
+    if let Some(w) = &config.warehouse {
+        props.insert(REST_CATALOG_PROP_WAREHOUSE.to_string(), w.clone());
+    }
+    let mut token = config
+        .token_env
+        .as_deref()
+        .map(read_env)
+        .transpose()
+        .map_err(fail)?;
+    if let Some(t) = &token {
+        props.insert("token".to_string(), t.clone());
+    }
+    let credential = config
+        .credential_env
+        .as_deref()
+        .map(read_env)
+        .transpose()
+        .map_err(fail)?;
+    if let Some(c) = &credential {
+        props.insert("credential".to_string(), c.clone());
+    }
+    if let Some(u) = &config.oauth2_server_uri {
+        props.insert("oauth2-server-uri".to_string(), u.clone());
+    }
+    if let Some(s) = &config.scope {
+        props.insert("scope".to_string(), s.clone());
+    }
+    for (name, value) in &config.headers {
+        props.insert(format!("header.{name}"), value.clone());
+    }
+    let factory = Arc::new(OpenDalResolvingStorageFactory::new());
+    let inner = RestCatalogBuilder::default()
+        .with_storage_factory(factory.clone())
+        .load("rest", props)
+        .await
+        .map_err(|e| fail(format!("cannot open the REST catalog: {e}")))?;
+    let inner: Arc<dyn iceberg::Catalog> = Arc::new(inner);
+
+    let http = reqwest::Client::new();
+    if token.is_none() {
+        if let Some(credential) = &credential {
+            token = Some(oauth_token(&http, config, credential).await.map_err(fail)?);
+        }
+    }
+    let api = Arc::new(RestApi {
+        http,
+        uri: config.uri.clone(),
+        token,
+        headers: config.headers.clone(),
+        prefix: String::new(),
+    });
+    let server = api
+        .get(&with_warehouse("/v1/config", config))
+        .await
+        .map_err(|e| {
+            fail(format!(
+                "GET /v1/config failed: {e}; is `uri` the catalog's base URL (without /v1)?"
+            ))
+        })?;
+    let prefix = ["overrides", "defaults"]
+        .iter()
+        .find_map(|k| server[k]["prefix"].as_str())
+        .map(str::to_string)
+        .unwrap_or_default();
+    let transactions = server["endpoints"]
+        .as_array()
+        .is_some_and(|e| e.iter().any(|v| v.as_str() == Some(TRANSACTIONS_ENDPOINT)));
+    let api = Arc::new(RestApi {
+        prefix,
+        ..Arc::try_unwrap(api).unwrap_or_else(|a| a.as_ref().clone())
+    });
+    tracing::debug!(uri = %config.uri, transactions, "connected to REST catalog");
+
+    let file_io = iceberg::io::FileIOBuilder::new(factory)
+        .with_props(&file_props)
+        .build();
+    let remote = Arc::new(RemoteCatalog {
+        kind: "rest",
+        identity,
+        catalog: inner.clone(),
+        pointers: api.clone(),
+        file_io: file_io.clone(),
+    });
+    let publisher: Arc<dyn Publisher> = if transactions && config.transactions {
+        Arc::new(TransactionPublisher {
+            api,
+            remote: remote.clone(),
+        })
+    } else {
+        Arc::new(JournaledPublisher {
+            remote: remote.clone(),
+        })
+    };
+    Ok(PipelineCatalog {
+        inner,
+        name: "rest".to_string(),
+        backend: Backend::Remote(remote),
+        file_io,
+        publisher,
+    })
+}
+
+fn with_warehouse(path: &str, config: &RestConfig) -> String {
+    match &config.warehouse {
+        Some(w) => format!("{path}?warehouse={}", urlencode(w)),
+        None => path.to_string(),
+    }
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// OAuth2 client-credentials exchange (`credential` = `id:secret`).
+async fn oauth_token(
+    http: &reqwest::Client,
+    config: &RestConfig,
+    credential: &str,
+) -> std::result::Result<String, String> {
+    let (id, secret) = credential
+        .split_once(':')
+        .ok_or("the OAuth2 credential must be CLIENT_ID:CLIENT_SECRET")?;
+    let url = config
+        .oauth2_server_uri
+        .clone()
+        .unwrap_or_else(|| format!("{}/v1/oauth/tokens", config.uri));
+    let mut form = vec![
+        ("grant_type", "client_credentials"),
+        ("client_id", id),
+        ("client_secret", secret),
+    ];
+    let scope = config.scope.clone().unwrap_or_else(|| "catalog".into());
+    form.push(("scope", &scope));
+    let response = http
+        .post(&url)
+        .form(&form)
+        .send()
+        .await
+        .map_err(|e| format!("OAuth2 token request to {url} failed: {e}"))?;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    match body["access_token"].as_str() {
+        Some(t) if status.is_success() => {
+            crate::secrets::register(t);
+            Ok(t.to_string())
+        }
+        _ => Err(format!(
+            "OAuth2 token request to {url} was refused ({status}): {}",
+            body["error_description"]
+                .as_str()
+                .or(body["error"].as_str())
+                .unwrap_or("no reason given")
+        )),
+    }
+}
+
+/// Raw REST requests this engine sends itself.
+#[derive(Clone)]
+struct RestApi {
+    http: reqwest::Client,
+    uri: String,
+    token: Option<String>,
+    headers: std::collections::BTreeMap<String, String>,
+    prefix: String,
+}
+
+/// A REST response that was not a success.
+struct Refused {
+    status: StatusCode,
+    message: String,
+}
+
+impl RestApi {
+    fn url(&self, path: &str) -> String {
+        let prefix = if self.prefix.is_empty() {
+            String::new()
+        } else {
+            format!("/{}", self.prefix)
+        };
+        format!("{}/v1{prefix}{path}", self.uri)
+    }
+
+    fn request(&self, method: reqwest::Method, url: &str) -> reqwest::RequestBuilder {
+        let mut request = self.http.request(method, url);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        for (name, value) in &self.headers {
+            request = request.header(name, value);
+        }
+        request
+    }
+
+    async fn get(&self, path: &str) -> std::result::Result<Value, String> {
+        let url = format!("{}{path}", self.uri);
+        let response = self
+            .request(reqwest::Method::GET, &url)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!("{status}"));
+        }
+        response.json().await.map_err(|e| e.to_string())
+    }
+
+    async fn post(&self, path: &str, body: &Value) -> std::result::Result<Value, Refused> {
+        let url = self.url(path);
+        let response = self
+            .request(reqwest::Method::POST, &url)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| Refused {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                message: format!("POST {url}: {e}"),
+            })?;
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        if status.is_success() {
+            return Ok(serde_json::from_str(&text).unwrap_or(Value::Null));
+        }
+        let parsed: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        let message = parsed["error"]["message"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| text.chars().take(300).collect());
+        Err(Refused { status, message })
+    }
+
+    fn error(&self, what: &str, refused: Refused) -> Error {
+        Error::Catalog {
+            catalog: self.uri.clone(),
+            message: format!("{what}: {} {}", refused.status, refused.message),
+        }
+    }
+}
+
+/// The body of one table's commit.
+fn commit_request(table: &TableName, base: &TableMetadata, new: &TableMetadata) -> Result<Value> {
+    let (requirements, updates) = updates::diff(base, new)?;
+    Ok(json!({
+        "identifier": { "namespace": [table.namespace], "name": table.name },
+        "requirements": requirements,
+        "updates": updates,
+    }))
+}
+
+fn table_path(table: &TableName) -> String {
+    format!(
+        "/namespaces/{}/tables/{}",
+        urlencode(&table.namespace),
+        urlencode(&table.name)
+    )
+}
+
+#[async_trait]
+impl TablePointers for RestApi {
+    async fn swap(
+        &self,
+        table: &TableName,
+        _base_location: &str,
+        base: &TableMetadata,
+        _new_file: &str,
+        new: &TableMetadata,
+    ) -> Result<Swap> {
+        let body = commit_request(table, base, new)?;
+        match self.post(&table_path(table), &body).await {
+            Ok(response) => Ok(Swap::Moved(
+                response["metadata-location"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )),
+            Err(r) if r.status == StatusCode::CONFLICT => Ok(Swap::Conflict),
+            Err(r) => Err(self.error(&format!("commit to {table} failed"), r)),
+        }
+    }
+}
+
+/// One multi-table commit per run: every table and the run record, or nothing.
+struct TransactionPublisher {
+    api: Arc<RestApi>,
+    remote: Arc<RemoteCatalog>,
+}
+
+#[async_trait]
+impl Publisher for TransactionPublisher {
+    async fn try_publish(&self, publication: &Publication) -> Result<PublishOutcome> {
+        let remote = &self.remote;
+        let mut bases = Vec::with_capacity(publication.changes.len());
+        let mut changes = Vec::with_capacity(publication.changes.len() + 1);
+        for change in &publication.changes {
+            let Some(base_location) = &change.expected_location else {
+                return Err(Error::table_msg(
+                    &change.table,
+                    "internal: a remote catalog's table must exist before its first publish",
+                ));
+            };
+            let base = remote.read_metadata(base_location).await?;
+            let new = match &change.metadata {
+                Some(m) => m.clone(),
+                None => journal::emptied(&base, base_location)?,
+            };
+            changes.push(commit_request(&change.table, &base, &new)?);
+            bases.push(base);
+        }
+        for attempt in 0..5 {
+            let mut body = changes.clone();
+            if let Some(record) = &publication.record {
+                let (control, new) = journal::control_with_record(remote, record).await?;
+                body.push(commit_request(
+                    &journal::control_name(),
+                    &control.metadata,
+                    &new,
+                )?);
+            }
+            crate::fault::pause_point("publishing");
+            match self
+                .api
+                .post("/transactions/commit", &json!({ "table-changes": body }))
+                .await
+            {
+                Ok(_) => {
+                    let mut locations = Vec::new();
+                    for change in &publication.changes {
+                        let now = remote.current(&change.table).await?;
+                        locations.push(now.map(|c| c.location).unwrap_or_default());
+                    }
+                    return Ok(PublishOutcome::Published(locations));
+                }
+                Err(r) if r.status == StatusCode::CONFLICT => {
+                    tracing::info!(
+                        "the catalog rejected the multi-table commit, changing no table: {}",
+                        r.message
+                    );
+                    let mut conflicts = Vec::new();
+                    for (index, (change, base)) in
+                        publication.changes.iter().zip(&bases).enumerate()
+                    {
+                        let now = remote.current(&change.table).await?;
+                        let moved = now.is_none_or(|c| {
+                            c.metadata.current_snapshot_id() != base.current_snapshot_id()
+                                || c.metadata.uuid() != base.uuid()
+                        });
+                        if moved {
+                            conflicts.push(index);
+                        }
+                    }
+                    if !conflicts.is_empty() {
+                        return Ok(PublishOutcome::Conflicts(conflicts));
+                    }
+                    // Only the control table moved (another pipeline's record): again.
+                    tracing::debug!(attempt, "control table moved during commit; retrying");
+                }
+                Err(r) if r.status.is_client_error() => {
+                    return Err(self.api.error(
+                        "the server refused the multi-table commit (no table was changed)",
+                        r,
+                    ))
+                }
+                Err(r) => {
+                    return Err(self.api.error(
+                        "the multi-table commit failed; whether the server applied it is unknown (`pipeline runs` lists the runs it recorded)",
+                        r,
+                    ))
+                }
+            }
+        }
+        Err(Error::Conflict {
+            table: journal::control_name().to_string(),
+            message: "the control table kept changing while this run tried to publish".into(),
+        })
+    }
+}

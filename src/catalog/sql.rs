@@ -1,0 +1,63 @@
+//! The embedded catalog: an Iceberg SQL catalog in a SQLite file plus a local warehouse folder.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use iceberg::io::FileIOBuilder;
+use iceberg::CatalogBuilder;
+use iceberg_catalog_sql::{SqlCatalogBuilder, SQL_CATALOG_PROP_URI, SQL_CATALOG_PROP_WAREHOUSE};
+use iceberg_storage_opendal::OpenDalStorageFactory;
+
+use super::{Backend, PipelineCatalog, SqlitePublisher};
+use crate::error::{Error, Result};
+
+/// Opens (creating if needed) the SQLite catalog `name` at `database` with `warehouse`.
+pub(super) async fn connect(
+    name: &str,
+    database: &Path,
+    warehouse: &Path,
+) -> Result<PipelineCatalog> {
+    std::fs::create_dir_all(warehouse).map_err(|e| Error::io(warehouse, e))?;
+    if let Some(parent) = database.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    let warehouse = std::path::absolute(warehouse).map_err(|e| Error::io(warehouse, e))?;
+    let database = std::path::absolute(database).map_err(|e| Error::io(database, e))?;
+    let props = HashMap::from([
+        (
+            SQL_CATALOG_PROP_URI.to_string(),
+            format!("sqlite://{}?mode=rwc", database.display()),
+        ),
+        (
+            SQL_CATALOG_PROP_WAREHOUSE.to_string(),
+            warehouse.display().to_string(),
+        ),
+    ]);
+    let factory = Arc::new(OpenDalStorageFactory::Fs);
+    let inner = SqlCatalogBuilder::default()
+        .with_storage_factory(factory.clone())
+        .load(name.to_string(), props)
+        .await
+        .map_err(|e| Error::Table {
+            table: "(catalog)".into(),
+            message: format!("cannot open the embedded catalog {}", database.display()),
+            source: Some(Box::new(e)),
+        })?;
+    let file_io = FileIOBuilder::new(factory).build();
+    let publisher = Arc::new(SqlitePublisher {
+        name: name.to_string(),
+        database: database.clone(),
+        file_io: file_io.clone(),
+    });
+    Ok(PipelineCatalog {
+        inner: Arc::new(inner),
+        name: name.to_string(),
+        backend: Backend::Sql {
+            database,
+            warehouse,
+        },
+        file_io,
+        publisher,
+    })
+}

@@ -1,0 +1,258 @@
+//! Real local servers for the remote-catalog tests: moto (S3 and S3 Tables, started by
+//! tests/run-all.sh, address in `PIPELINE_TEST_MOTO`) and rustberg (an Iceberg REST catalog
+//! with multi-table commits; one server per test, binary in `PIPELINE_TEST_RUSTBERG`).
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::Project;
+
+/// Names of the environment variables the test specs take credentials from.
+pub const KEY_ENV: &str = "PIPELINE_TEST_AWS_KEY_ID";
+pub const SECRET_ENV: &str = "PIPELINE_TEST_AWS_SECRET";
+/// The secret itself: it must never appear in any output.
+pub const SECRET: &str = "moto-secret-3f9c1a7e-never-print";
+const KEY: &str = "AKIAPIPELINETEST";
+const REGION: &str = "us-east-1";
+
+fn required_env(name: &str, what: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: {what}; run the suite with ./tests/run-all.sh, which starts it")
+    })
+}
+
+/// moto's address, e.g. `http://127.0.0.1:5077`.
+pub fn moto() -> String {
+    required_env("PIPELINE_TEST_MOTO", "the moto server (S3 and S3 Tables)")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A fresh lowercase name.
+pub fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
+}
+
+/// Creates an S3 Tables table bucket in moto; returns its ARN.
+pub fn table_bucket() -> String {
+    let name = unique("tb");
+    runtime().block_on(async {
+        let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(moto())
+            .region(aws_config::Region::new(REGION))
+            .credentials_provider(aws_credential_types::Credentials::new(
+                KEY, SECRET, None, None, "test",
+            ))
+            .load()
+            .await;
+        aws_sdk_s3tables::Client::new(&config)
+            .create_table_bucket()
+            .name(&name)
+            .send()
+            .await
+            .expect("create a table bucket in moto")
+            .arn()
+            .to_string()
+    })
+}
+
+/// Creates a plain S3 bucket in moto (moto does not check signatures).
+pub fn s3_bucket() -> String {
+    let name = unique("wh");
+    runtime().block_on(async {
+        let response = reqwest::Client::new()
+            .put(format!("{}/{name}", moto()))
+            .send()
+            .await
+            .expect("create a bucket in moto");
+        assert!(response.status().is_success(), "{}", response.status());
+    });
+    name
+}
+
+fn storage_settings() -> String {
+    format!(
+        "region = \"{REGION}\"\ns3_endpoint = \"{}\"\npath_style_access = true\n\
+         access_key_id_env = \"{KEY_ENV}\"\nsecret_access_key_env = \"{SECRET_ENV}\"\n",
+        moto()
+    )
+}
+
+/// A rustberg REST catalog with its warehouse in a fresh moto bucket; stopped when dropped.
+pub struct Rustberg {
+    child: Child,
+    pub uri: String,
+    pub warehouse: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Rustberg {
+    pub fn start() -> Rustberg {
+        let binary = required_env("PIPELINE_TEST_RUSTBERG", "the rustberg REST catalog binary");
+        let dir = tempfile::tempdir().unwrap();
+        let warehouse = format!("s3://{}/wh", s3_bucket());
+        let config = dir.path().join("rustberg.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[storage.properties]\n\"s3.endpoint\" = \"{}\"\n\"s3.path-style-access\" = \"true\"\n\
+                 \"s3.region\" = \"{REGION}\"\n\"s3.access-key-id\" = \"{KEY}\"\n\
+                 \"s3.secret-access-key\" = \"{SECRET}\"\n\n[rate_limit]\nenabled = false\n\n\
+                 [audit]\nsink = \"none\"\n",
+                moto()
+            ),
+        )
+        .unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(binary)
+            .arg("--config")
+            .arg(&config)
+            .args([
+                "--dev",
+                "--no-auth",
+                "--insecure-http",
+                "--host",
+                "127.0.0.1",
+            ])
+            .args(["--port", &port.to_string()])
+            .arg("--catalog-url")
+            .arg(format!("file://{}", dir.path().join("catalog").display()))
+            .args(["--warehouse", &warehouse, "--log-level", "warn"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start rustberg");
+        let server = Rustberg {
+            child,
+            uri: format!("http://127.0.0.1:{port}"),
+            warehouse,
+            _dir: dir,
+        };
+        server.wait_ready();
+        server
+    }
+
+    fn wait_ready(&self) {
+        let started = Instant::now();
+        let url = format!("{}/ready", self.uri);
+        runtime().block_on(async {
+            loop {
+                if let Ok(r) = reqwest::get(&url).await {
+                    if r.status().is_success() {
+                        return;
+                    }
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "rustberg did not become ready at {url}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+    }
+}
+
+impl Drop for Rustberg {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Appends `section` (a `[catalogs.remote]` table) to every spec of the project.
+fn add_catalog(p: &Project, section: &str) {
+    for entry in std::fs::read_dir(p.path().join("pipelines")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(section);
+        std::fs::write(&path, text).unwrap();
+    }
+}
+
+impl Project {
+    /// Every command of this project now runs on a fresh S3 Tables table bucket (moto).
+    pub fn on_s3tables(mut self) -> Project {
+        let arn = table_bucket();
+        add_catalog(
+            &self,
+            &format!(
+                "\n[catalogs.remote]\ntype = \"s3tables\"\ntable_bucket_arn = \"{arn}\"\n\
+                 endpoint_url = \"{}\"\n{}",
+                moto(),
+                storage_settings()
+            ),
+        );
+        self.use_remote();
+        self
+    }
+
+    /// Every command of this project now runs on `server` (REST, warehouse on moto S3).
+    /// `transactions = false` makes the engine publish table by table, as on servers
+    /// without multi-table commits.
+    pub fn on_rest(mut self, server: &Rustberg, transactions: bool) -> Project {
+        add_catalog(
+            &self,
+            &format!(
+                "\n[catalogs.remote]\ntype = \"rest\"\nuri = \"{}\"\ntransactions = {transactions}\n{}",
+                server.uri,
+                storage_settings()
+            ),
+        );
+        self.use_remote();
+        self
+    }
+
+    fn use_remote(&mut self) {
+        self.catalog = Some("remote".into());
+        self.env.push((KEY_ENV.into(), KEY.into()));
+        self.env.push((SECRET_ENV.into(), SECRET.into()));
+    }
+
+    /// PyIceberg's reading of the given tables (tests/interop/read_remote.py): rows and the
+    /// sum of every integer and decimal column, per table. REST tables are read through
+    /// PyIceberg's RestCatalog; others from their current metadata file.
+    pub fn pyiceberg_remote(&self, rest: Option<&Rustberg>, tables: &[&str]) -> serde_json::Value {
+        let mut command = Command::new("python3");
+        command
+            .arg(crate::common::repo().join("tests/interop/read_remote.py"))
+            .env("S3_ENDPOINT", moto())
+            .env("AWS_ACCESS_KEY_ID", KEY)
+            .env("AWS_SECRET_ACCESS_KEY", SECRET)
+            .env("AWS_REGION", REGION);
+        match rest {
+            Some(server) => {
+                command.arg("rest").arg(&server.uri).args(tables);
+            }
+            None => {
+                command.arg("static");
+                for t in tables {
+                    let location = self.json(&["describe", t])["metadata_location"]
+                        .as_str()
+                        .unwrap()
+                        .to_string();
+                    command.arg(format!("{t}={location}"));
+                }
+            }
+        }
+        let out = command.output().expect("python3 must be installed");
+        assert!(
+            out.status.success(),
+            "PyIceberg failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}

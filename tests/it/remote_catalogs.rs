@@ -1,0 +1,386 @@
+//! The engine on production catalogs, against real local servers: AWS S3 Tables (moto) and
+//! an Iceberg REST catalog (rustberg, warehouse on moto's S3). The same retail spec, run with
+//! `--catalog remote`, must give exactly the tables the embedded catalog gives, through a run,
+//! a backfill and a rollback; conflicts behave as on the embedded catalog; a publish killed
+//! half way is completed by the next command; PyIceberg reads what the engine wrote.
+
+use crate::common::Project;
+use crate::remote::{Rustberg, SECRET};
+
+/// Columns that differ between two projects or runs by nature (paths, times, run ids).
+const VOLATILE: [&str; 4] = ["_source_file", "_ingested_at", "_run_id", "source_file"];
+
+fn contents_of_all(p: &Project) -> Vec<(String, Vec<Vec<Option<String>>>)> {
+    p.tables()
+        .into_iter()
+        .filter(|t| !t.starts_with("pipeline_meta."))
+        .map(|t| {
+            let rows = p.contents_without(&t, &VOLATILE);
+            (t, rows)
+        })
+        .collect()
+}
+
+/// Runs, backfills February and rolls the backfill back on `remote` and on the embedded
+/// catalog; every table must be equal after each step.
+fn retail_backfill_rollback(remote: &Project) {
+    let local = Project::retail();
+    for p in [&local, remote] {
+        let report = p.json(&["run", "retail"]);
+        assert_eq!(report["jobs"].as_array().unwrap().len(), 9);
+    }
+    let expected = contents_of_all(&local);
+    assert_eq!(expected.len(), 12, "{expected:?}");
+    assert_eq!(contents_of_all(remote), expected);
+
+    let backfill = [
+        "backfill",
+        "retail",
+        "--from",
+        "2026-02-01",
+        "--to",
+        "2026-02-28",
+    ];
+    let mut backfills = Vec::new();
+    for p in [&local, remote] {
+        backfills.push(p.json(&backfill));
+    }
+    let action = |report: &serde_json::Value| {
+        report["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["table"] == "gold.fact_orders")
+            .unwrap()["action"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(action(&backfills[1]), "replace order_date_month in 2026-02");
+    assert_eq!(action(&backfills[0]), action(&backfills[1]));
+    let before_rollback = remote.current_snapshot("gold.fact_orders");
+    assert_eq!(contents_of_all(remote), expected);
+
+    for (p, report) in [&local, remote].iter().zip(&backfills) {
+        p.json(&["rollback", report["run_id"].as_str().unwrap()]);
+    }
+    assert_ne!(remote.current_snapshot("gold.fact_orders"), before_rollback);
+    assert_eq!(contents_of_all(remote), expected);
+    let runs = remote.json(&["runs"]);
+    let kinds: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["run", "backfill", "rollback"]);
+}
+
+/// PyIceberg's row counts and sums agree with the engine's for the gold tables.
+fn pyiceberg_agrees(p: &Project, rest: Option<&Rustberg>) {
+    let gold = [
+        "gold.fact_orders",
+        "gold.customer_metrics",
+        "gold.monthly_revenue",
+        "gold.repeat_buyers",
+    ];
+    let read = p.pyiceberg_remote(rest, &gold);
+    for t in gold {
+        let engine = p.query(&format!("SELECT count(*) FROM {t}"));
+        assert_eq!(
+            read[t]["rows"].as_u64().map(|n| n.to_string()),
+            engine[0][0],
+            "{t}"
+        );
+        for (column, sum) in read[t]["sums"].as_object().unwrap() {
+            let engine = p.query(&format!("SELECT sum(\"{column}\") FROM {t}"));
+            assert_eq!(sum.as_str(), engine[0][0].as_deref(), "{t}.{column}");
+        }
+    }
+}
+
+#[test]
+fn s3tables_retail_backfill_and_rollback_match_the_embedded_catalog() {
+    let p = Project::retail().on_s3tables();
+    retail_backfill_rollback(&p);
+    pyiceberg_agrees(&p, None);
+    // Table metadata lives in the table bucket's own storage.
+    let location = p.json(&["describe", "gold.fact_orders"])["metadata_location"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(location.starts_with("s3://"), "{location}");
+    assert!(location.contains("--table-s3/metadata/"), "{location}");
+}
+
+#[test]
+fn rest_retail_backfill_and_rollback_match_the_embedded_catalog() {
+    let server = Rustberg::start();
+    let p = Project::retail().on_rest(&server, true);
+    retail_backfill_rollback(&p);
+    pyiceberg_agrees(&p, Some(&server));
+    let location = p.json(&["describe", "gold.fact_orders"])["metadata_location"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        location.starts_with(&format!("{}/gold/fact_orders/metadata/", server.warehouse)),
+        "{location}"
+    );
+}
+
+#[test]
+fn rest_without_transactions_publishes_table_by_table_with_the_same_result() {
+    let server = Rustberg::start();
+    let p = Project::retail().on_rest(&server, false);
+    let local = Project::retail();
+    p.json(&["run", "retail"]);
+    local.json(&["run", "retail"]);
+    assert_eq!(contents_of_all(&p), contents_of_all(&local));
+    pyiceberg_agrees(&p, Some(&server));
+}
+
+#[test]
+fn secrets_named_in_the_spec_never_appear_in_output_even_at_debug_level() {
+    let p = Project::retail().on_s3tables();
+    for args in [
+        vec!["-vv", "run", "retail"],
+        vec!["-vv", "tables"],
+        vec!["-vv", "runs"],
+        vec!["-vv", "describe", "gold.fact_orders"],
+    ] {
+        let out = p.run(&args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for stream in [&out.stdout, &out.stderr] {
+            let text = String::from_utf8_lossy(stream);
+            assert!(!text.contains(SECRET), "{args:?} printed the secret");
+        }
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).is_empty(),
+            "-vv logged nothing; the check would be empty"
+        );
+    }
+    // A missing variable is named, and its value is never needed to say so.
+    let mut q = Project::retail().on_s3tables();
+    q.env.retain(|(k, _)| k != crate::remote::SECRET_ENV);
+    let (code, message) = q.fails(&["run", "retail"]);
+    assert_eq!(code, 1, "{message}");
+    assert!(
+        message.contains("environment variable PIPELINE_TEST_AWS_SECRET"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_secret_written_into_the_spec_is_refused_with_the_line() {
+    let p = Project::retail();
+    let spec = p.path().join("pipelines/retail.toml");
+    let mut text = std::fs::read_to_string(&spec).unwrap();
+    text.push_str(
+        "\n[catalogs.prod]\ntype = \"s3tables\"\n\
+         table_bucket_arn = \"arn:aws:s3tables:us-east-1:111122223333:bucket/b\"\n\
+         secret_access_key = \"abc\"\n",
+    );
+    std::fs::write(&spec, &text).unwrap();
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("secret_access_key"))
+        .unwrap()
+        + 1;
+    let (code, message) = p.fails(&["validate", "retail"]);
+    assert_eq!(code, 2);
+    assert!(
+        message.contains(&format!("pipelines/retail.toml:{line}:21: `secret_access_key` must not be written in the spec file")),
+        "{message}"
+    );
+    assert!(message.contains("secret_access_key_env"), "{message}");
+    assert!(!message.contains("abc\""), "{message}");
+}
+
+/// Two writers on one table of a remote catalog: an append retries on top of the other
+/// writer's snapshot; a replace of the same partitions fails and publishes nothing, not even
+/// the run's other table.
+fn conflicts(p: &Project, rest: bool) {
+    use crate::conflicts::{start_paused, HEADER};
+    p.json(&["run", "load_a"]);
+    p.json(&["run", "other"]);
+
+    // An append retries on top of a concurrent append.
+    p.write(
+        "sample-data/a/a2.csv",
+        &format!("{HEADER}3,2026-01-03 10:00:00,30.00\n"),
+    );
+    p.write(
+        "sample-data/b/b1.csv",
+        &format!("{HEADER}4,2026-01-04 10:00:00,40.00\n"),
+    );
+    let a = start_paused(p, &["run", "load_a"]);
+    let theirs = p.json(&["run", "load_b"])["jobs"][0]["snapshot_id"]
+        .as_i64()
+        .unwrap();
+    let (ok, log) = a.release();
+    assert!(ok, "{log}");
+    assert!(
+        log.contains("bronze.events: another writer committed first; rebasing"),
+        "{log}"
+    );
+    let history = p.json(&["history", "bronze.events"]);
+    let last = history.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["parent_id"].as_i64(), Some(theirs));
+    assert_eq!(
+        p.query("SELECT count(*), sum(amount) FROM bronze.events"),
+        vec![vec![Some("4".into()), Some("100.00".into())]]
+    );
+
+    // A run appending to bronze.events and recomputing silver.daily (a full refresh: the
+    // bronze snapshot its last run read was replaced by the rebase above), while another
+    // writer replaces a day of silver.daily: the whole run fails, neither table moves.
+    p.write(
+        "sample-data/a/a3.csv",
+        &format!("{HEADER}5,2026-01-01 12:00:00,50.00\n"),
+    );
+    let bronze_before = p.current_snapshot("bronze.events");
+    let runs_before = p.json(&["runs"]).as_array().unwrap().len();
+    // (The first paused run's gate file is still there: remove it, or this run would not wait.)
+    std::fs::remove_file(p.path().join("release-run-load_a")).unwrap();
+    let a = start_paused(p, &["run", "load_a", "-v"]);
+    let theirs = p.json(&[
+        "backfill",
+        "other",
+        "--from",
+        "2026-01-01",
+        "--to",
+        "2026-01-01",
+    ])["jobs"][0]["snapshot_id"]
+        .as_i64()
+        .unwrap();
+    let (ok, log) = a.release();
+    assert!(!ok, "the conflicting run succeeded:\n{log}");
+    if rest {
+        // The server itself refused the commit (a failed assert-ref-snapshot-id).
+        assert!(
+            log.contains("the catalog rejected the multi-table commit, changing no table"),
+            "{log}"
+        );
+    }
+    assert!(
+        log.contains("commit conflict on table silver.daily: another writer committed snapshot"),
+        "{log}"
+    );
+    assert_eq!(p.current_snapshot("bronze.events"), bronze_before);
+    assert_eq!(p.current_snapshot("silver.daily"), theirs);
+    assert_eq!(
+        p.query("SELECT count(*) FROM bronze.events")[0][0].as_deref(),
+        Some("4")
+    );
+    assert_eq!(p.json(&["runs"]).as_array().unwrap().len(), runs_before + 1);
+}
+
+#[test]
+fn s3tables_appends_retry_and_conflicting_replaces_fail_whole() {
+    conflicts(&crate::conflicts::project().on_s3tables(), false);
+}
+
+#[test]
+fn rest_multi_table_commit_rejected_by_the_server_changes_no_table() {
+    let server = Rustberg::start();
+    conflicts(&crate::conflicts::project().on_rest(&server, true), true);
+}
+
+#[test]
+fn s3tables_publish_killed_half_way_is_completed_by_the_next_command() {
+    let p = Project::retail().on_s3tables();
+    // Killed right after the first table moved.
+    p.start_paused(&["run", "retail"], "publishing", None)
+        .kill();
+    let with_snapshot = |p: &Project| {
+        p.tables()
+            .iter()
+            .filter(|t| !t.starts_with("pipeline_meta."))
+            .filter(|t| !p.json(&["describe", t])["current_snapshot_id"].is_null())
+            .count()
+    };
+    assert_eq!(
+        with_snapshot(&p),
+        1,
+        "exactly one table moved before the kill"
+    );
+    assert!(p.json(&["runs"]).as_array().unwrap().is_empty());
+
+    let out = p.run(&["run", "retail"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains("recovered completed the publish of run"),
+        "{log}"
+    );
+    assert_eq!(with_snapshot(&p), 12);
+    // The killed run's record was written by the recovery; nothing was loaded twice.
+    let runs = p.json(&["runs"]);
+    let first = &runs.as_array().unwrap()[0];
+    assert_eq!(first["kind"], "run");
+    assert_eq!(first["tables"].as_array().unwrap().len(), 12);
+    let local = Project::retail();
+    local.json(&["run", "retail"]);
+    assert_eq!(contents_of_all(&p), contents_of_all(&local));
+    pyiceberg_agrees(&p, None);
+}
+
+#[test]
+fn s3tables_stale_version_token_and_a_recovery_racing_the_publisher_converge() {
+    use crate::conflicts::HEADER;
+    let p = crate::conflicts::project().on_s3tables();
+    p.json(&["run", "load_a"]);
+    p.write(
+        "sample-data/a/a2.csv",
+        &format!("{HEADER}3,2026-01-03 10:00:00,30.00\n"),
+    );
+    p.write(
+        "sample-data/b/b1.csv",
+        &format!("{HEADER}4,2026-01-04 10:00:00,40.00\n"),
+    );
+    // Run A has recorded its publish and read bronze.events' version token, then stops.
+    let gate = p.path().join("gate-token");
+    let a = p.start_paused(
+        &["-v", "run", "load_a"],
+        "version-token-read bronze.events",
+        Some(gate),
+    );
+    // Run B finds A's publish pending and completes it before its own work, then appends on
+    // top of it: A's token is now stale.
+    let b = p.run(&["run", "load_b"]);
+    let b_log = String::from_utf8_lossy(&b.stderr);
+    assert!(b.status.success(), "{b_log}");
+    assert!(
+        b_log.contains("recovered completed the publish of run"),
+        "{b_log}"
+    );
+    // A's move with the stale token is refused by S3 Tables; A sees its publish completed.
+    let (ok, log) = a.release();
+    assert!(ok, "{log}");
+    assert!(log.contains("version token is stale"), "{log}");
+    assert!(
+        log.contains("another command completed this publish"),
+        "{log}"
+    );
+    assert_eq!(
+        p.query("SELECT count(*), sum(amount) FROM bronze.events"),
+        vec![vec![Some("4".into()), Some("100.00".into())]]
+    );
+    assert_eq!(
+        p.query("SELECT count(*) FROM silver.daily")[0][0].as_deref(),
+        Some("3")
+    );
+    let runs = p.json(&["runs"]);
+    let pipelines: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["pipeline"].as_str().unwrap())
+        .collect();
+    assert_eq!(pipelines, ["load_a", "load_a", "load_b"]);
+}
