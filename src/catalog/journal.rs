@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use super::publish::{Publication, PublishOutcome, Publisher};
 use super::remote::{RemoteCatalog, Swap};
 use super::runs::RunRecord;
-use crate::commit::{stage_snapshot, TableTarget, WriteMode};
+use crate::commit::{expire_snapshots, stage_snapshot, TableTarget, WriteMode};
 use crate::error::{Error, Result};
 use crate::spec::TableName;
 use crate::write::TableWriter;
@@ -50,6 +50,10 @@ pub const CONTROL_NAMESPACE: &str = "pipeline_meta";
 /// Name of the control table: run records (rows) and the pending publish (a table property).
 pub const CONTROL_TABLE: &str = "runs";
 const INTENT_KEY: &str = "pipeline.publishing";
+/// Run records are compacted into one file when the control table holds this many.
+const CONTROL_FILES_MAX: usize = 32;
+/// Snapshots of the control table kept (older ones expire: nobody time-travels it).
+const CONTROL_SNAPSHOTS_KEPT: usize = 16;
 
 /// One table's planned move.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -200,6 +204,7 @@ async fn stage_control(
         reshaped: false,
     };
     let mut files = Vec::new();
+    let mut mode = WriteMode::Append;
     if let Some(record) = record {
         let mut writer = TableWriter::new(
             &name.to_string(),
@@ -224,6 +229,28 @@ async fn stage_control(
             ],
         )?;
         writer.write(batch).await?;
+        // One small file per run would pile up: past a few dozen, all records are rewritten
+        // into one file with the new one.
+        let live_files = current
+            .metadata
+            .current_snapshot()
+            .and_then(|s| s.summary().additional_properties.get("total-data-files"))
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0);
+        if live_files >= CONTROL_FILES_MAX {
+            let table = iceberg::table::Table::builder()
+                .metadata(Arc::new(current.metadata.clone()))
+                .identifier(name.ident())
+                .file_io(remote.file_io.clone())
+                .runtime(iceberg::Runtime::try_current()?)
+                .readonly(true)
+                .build()?;
+            let mut rows = table.scan().build()?.to_arrow().await?;
+            while let Some(batch) = rows.try_next().await? {
+                writer.write(batch).await?;
+            }
+            mode = WriteMode::Overwrite;
+        }
         files = writer.close().await?;
     }
     let summary = HashMap::from([(
@@ -235,7 +262,8 @@ async fn stage_control(
         }
         .to_string(),
     )]);
-    let staged = stage_snapshot(target, files, &remote.file_io, summary, WriteMode::Append).await?;
+    let mut staged = stage_snapshot(target, files, &remote.file_io, summary, mode).await?;
+    expire_snapshots(&mut staged, CONTROL_SNAPSHOTS_KEPT, &remote.file_io).await?;
     let mut builder = staged
         .published_metadata()?
         .into_builder(Some(current.location.clone()));
@@ -319,6 +347,13 @@ pub struct JournaledPublisher {
 impl Publisher for JournaledPublisher {
     async fn try_publish(&self, publication: &Publication) -> Result<PublishOutcome> {
         let remote = &self.remote;
+        if publication.changes.is_empty() {
+            // Nothing moves: only the record is written (one control-table commit).
+            if let Some(record) = &publication.record {
+                append_record(remote, record).await?;
+            }
+            return Ok(PublishOutcome::Published(Vec::new()));
+        }
         // 1. New metadata files (invisible until a pointer moves to them).
         let mut entries = Vec::with_capacity(publication.changes.len());
         let mut news = Vec::with_capacity(publication.changes.len());
@@ -421,6 +456,27 @@ async fn set_intent(remote: &RemoteCatalog, intent: &Intent) -> Result<()> {
     Err(Error::Conflict {
         table: control_name().to_string(),
         message: "the control table kept changing while this command tried to record its publish"
+            .into(),
+    })
+}
+
+/// Appends `record` alone (a run that changed no table), after any pending publish.
+async fn append_record(remote: &RemoteCatalog, record: &RunRecord) -> Result<()> {
+    for _ in 0..20 {
+        let control = control_table(remote).await?;
+        if let Some(pending) = intent_of(&control.metadata)? {
+            resolve(remote, &pending).await?;
+            continue;
+        }
+        if let Swap::Moved(_) | Swap::AlreadyThere =
+            commit_control(remote, &control, None, Some(record)).await?
+        {
+            return Ok(());
+        }
+    }
+    Err(Error::Conflict {
+        table: control_name().to_string(),
+        message: "the control table kept changing while this command tried to record its run"
             .into(),
     })
 }

@@ -91,9 +91,16 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
         .get(&with_warehouse("/v1/config", config))
         .await
         .map_err(|e| {
-            fail(format!(
-                "GET /v1/config failed: {e}; is `uri` the catalog's base URL (without /v1)?"
-            ))
+            fail(match e.status {
+                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => format!(
+                    "the catalog refused this client's credentials ({}): check the variables named by token_env / credential_env",
+                    e.status
+                ),
+                _ => format!(
+                    "GET /v1/config failed ({} {}); is `uri` the catalog's base URL (without /v1)?",
+                    e.status, e.message
+                ),
+            })
         })?;
     let prefix = ["overrides", "defaults"]
         .iter()
@@ -236,18 +243,25 @@ impl RestApi {
         request
     }
 
-    async fn get(&self, path: &str) -> std::result::Result<Value, String> {
+    async fn get(&self, path: &str) -> std::result::Result<Value, Refused> {
         let url = format!("{}{path}", self.uri);
+        let unavailable = |e: reqwest::Error| Refused {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: format!("GET {url}: {e}"),
+        };
         let response = self
             .request(reqwest::Method::GET, &url)
             .send()
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(unavailable)?;
         let status = response.status();
         if !status.is_success() {
-            return Err(format!("{status}"));
+            return Err(Refused {
+                status,
+                message: String::new(),
+            });
         }
-        response.json().await.map_err(|e| e.to_string())
+        response.json().await.map_err(unavailable)
     }
 
     async fn post(&self, path: &str, body: &Value) -> std::result::Result<Value, Refused> {

@@ -96,7 +96,14 @@ pub struct Rustberg {
 }
 
 impl Rustberg {
+    /// A server without authentication.
     pub fn start() -> Rustberg {
+        Rustberg::start_with(None)
+    }
+
+    /// With `api_key`, the server requires it (as `Authorization: Bearer KEY`) on every
+    /// catalog request.
+    pub fn start_with(api_key: Option<&str>) -> Rustberg {
         let binary = required_env("PIPELINE_TEST_RUSTBERG", "the rustberg REST catalog binary");
         let dir = tempfile::tempdir().unwrap();
         let warehouse = format!("s3://{}/wh", s3_bucket());
@@ -107,8 +114,14 @@ impl Rustberg {
                 "[storage.properties]\n\"s3.endpoint\" = \"{}\"\n\"s3.path-style-access\" = \"true\"\n\
                  \"s3.region\" = \"{REGION}\"\n\"s3.access-key-id\" = \"{KEY}\"\n\
                  \"s3.secret-access-key\" = \"{SECRET}\"\n\n[rate_limit]\nenabled = false\n\n\
-                 [audit]\nsink = \"none\"\n",
-                moto()
+                 [audit]\nsink = \"none\"\n{}",
+                moto(),
+                if api_key.is_some() {
+                    "\n[[server.auth.api_keys]]\nname = \"ci-admin\"\ntenant = \"default\"\n\
+                     roles = [\"admin\"]\nkey_env = \"RUSTBERG_TEST_KEY\"\n"
+                } else {
+                    ""
+                }
             ),
         )
         .unwrap();
@@ -117,16 +130,16 @@ impl Rustberg {
             .local_addr()
             .unwrap()
             .port();
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        if let Some(key) = api_key {
+            command.env("RUSTBERG_TEST_KEY", key);
+        } else {
+            command.arg("--no-auth");
+        }
+        let child = command
             .arg("--config")
             .arg(&config)
-            .args([
-                "--dev",
-                "--no-auth",
-                "--insecure-http",
-                "--host",
-                "127.0.0.1",
-            ])
+            .args(["--dev", "--insecure-http", "--host", "127.0.0.1"])
             .args(["--port", &port.to_string()])
             .arg("--catalog-url")
             .arg(format!("file://{}", dir.path().join("catalog").display()))
@@ -202,11 +215,16 @@ impl Project {
     /// Every command of this project now runs on `server` (REST, warehouse on moto S3).
     /// `transactions = false` makes the engine publish table by table, as on servers
     /// without multi-table commits.
-    pub fn on_rest(mut self, server: &Rustberg, transactions: bool) -> Project {
+    pub fn on_rest(self, server: &Rustberg, transactions: bool) -> Project {
+        self.on_rest_with(server, &format!("transactions = {transactions}\n"))
+    }
+
+    /// Like [`Project::on_rest`], with more settings in the catalog section.
+    pub fn on_rest_with(mut self, server: &Rustberg, settings: &str) -> Project {
         add_catalog(
             &self,
             &format!(
-                "\n[catalogs.remote]\ntype = \"rest\"\nuri = \"{}\"\ntransactions = {transactions}\n{}",
+                "\n[catalogs.remote]\ntype = \"rest\"\nuri = \"{}\"\n{settings}{}",
                 server.uri,
                 storage_settings()
             ),
@@ -219,6 +237,27 @@ impl Project {
         self.catalog = Some("remote".into());
         self.env.push((KEY_ENV.into(), KEY.into()));
         self.env.push((SECRET_ENV.into(), SECRET.into()));
+    }
+
+    /// Another writer: PyIceberg appends a copy of one row of `table` through `server`'s REST
+    /// API (tests/interop/append_rest.py). Returns the new snapshot id.
+    pub fn pyiceberg_append(&self, server: &Rustberg, table: &str) -> i64 {
+        let out = Command::new("python3")
+            .arg(crate::common::repo().join("tests/interop/append_rest.py"))
+            .arg(&server.uri)
+            .arg(table)
+            .env("S3_ENDPOINT", moto())
+            .env("AWS_ACCESS_KEY_ID", KEY)
+            .env("AWS_SECRET_ACCESS_KEY", SECRET)
+            .env("AWS_REGION", REGION)
+            .output()
+            .expect("python3 must be installed");
+        assert!(
+            out.status.success(),
+            "PyIceberg append failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
     }
 
     /// PyIceberg's reading of the given tables (tests/interop/read_remote.py): rows and the

@@ -278,6 +278,41 @@ fn conflicts(p: &Project, rest: bool) {
         Some("4")
     );
     assert_eq!(p.json(&["runs"]).as_array().unwrap().len(), runs_before + 1);
+
+    // Two backfills replacing the same day of silver.daily: the one that publishes second
+    // fails, naming the partitions, and changes nothing.
+    let a = start_paused(
+        p,
+        &[
+            "backfill",
+            "load_a",
+            "--from",
+            "2026-01-02",
+            "--to",
+            "2026-01-02",
+        ],
+    );
+    let theirs = p.json(&[
+        "backfill",
+        "other",
+        "--from",
+        "2026-01-02",
+        "--to",
+        "2026-01-02",
+    ])["jobs"][0]["snapshot_id"]
+        .as_i64()
+        .unwrap();
+    let (ok, log) = a.release();
+    assert!(!ok, "the conflicting backfill succeeded:\n{log}");
+    assert!(
+        log.contains(
+            "commit conflict on table silver.daily: another writer changed partitions \
+             day_day in 2026-01-02 after this run read them"
+        ),
+        "{log}"
+    );
+    assert_eq!(p.current_snapshot("silver.daily"), theirs);
+    assert_eq!(p.json(&["runs"]).as_array().unwrap().len(), runs_before + 2);
 }
 
 #[test]
@@ -383,4 +418,123 @@ fn s3tables_stale_version_token_and_a_recovery_racing_the_publisher_converge() {
         .map(|r| r["pipeline"].as_str().unwrap())
         .collect();
     assert_eq!(pipelines, ["load_a", "load_a", "load_b"]);
+}
+
+#[test]
+fn a_half_done_publish_is_rolled_back_when_another_writer_moved_one_of_its_tables() {
+    use crate::conflicts::HEADER;
+    let server = Rustberg::start();
+    let p = crate::conflicts::project().on_rest(&server, false);
+    p.json(&["run", "load_a"]);
+    let bronze_before = p.current_snapshot("bronze.events");
+    p.write(
+        "sample-data/a/a2.csv",
+        &format!("{HEADER}3,2026-01-03 10:00:00,30.00\n"),
+    );
+    // Killed after bronze.events moved, before silver.daily did.
+    p.start_paused(&["run", "load_a"], "publishing", None)
+        .kill();
+    assert_ne!(p.current_snapshot("bronze.events"), bronze_before);
+    // Another tool commits to silver.daily meanwhile.
+    let theirs = p.pyiceberg_append(&server, "silver.daily");
+    assert_eq!(p.current_snapshot("silver.daily"), theirs);
+
+    // The next run undoes the half-done publish (bronze.events back to where it was), then
+    // does its own work: a2 is loaded once, silver.daily recomputed on top of the other
+    // writer's snapshot.
+    let out = p.run(&["run", "load_a"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains("recovered rolled back the half-done publish of run")
+            && log.contains("moved back: bronze.events"),
+        "{log}"
+    );
+    let history = p.json(&["history", "bronze.events"]);
+    let last = history.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["parent_id"].as_i64(), Some(bronze_before));
+    assert_eq!(
+        p.query("SELECT count(*), sum(amount) FROM bronze.events"),
+        vec![vec![Some("3".into()), Some("60.00".into())]]
+    );
+    assert_eq!(
+        p.query("SELECT count(*) FROM silver.daily")[0][0].as_deref(),
+        Some("3")
+    );
+    let runs = p.json(&["runs"]);
+    assert_eq!(runs.as_array().unwrap().len(), 2, "{runs}");
+}
+
+#[test]
+fn the_control_table_stays_small_over_many_runs() {
+    let p = Project::empty();
+    p.write(
+        "pipelines/tiny.toml",
+        "[pipeline]\nname = \"tiny\"\n\n[[ingest]]\ntable = \"bronze.t\"\nformat = \"csv\"\n\
+         path = \"data/*.csv\"\nschema = { id = \"long\" }\n",
+    );
+    p.write("data/one.csv", "id\n1\n2\n");
+    let p = p.on_s3tables();
+    for _ in 0..36 {
+        p.json(&["run", "tiny"]);
+    }
+    let runs = p.json(&["runs"]);
+    assert_eq!(runs.as_array().unwrap().len(), 36);
+    // Every record is there once, oldest first, and only the first run loaded anything.
+    let unique: std::collections::BTreeSet<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(unique.len(), 36);
+    assert_eq!(runs[0]["tables"].as_array().unwrap().len(), 1);
+    assert!(runs[35]["tables"].as_array().unwrap().is_empty());
+    // Records were compacted into few files, old control snapshots expired.
+    let files = p.json(&["files", "pipeline_meta.runs"]);
+    assert!(files.as_array().unwrap().len() <= 8, "{files}");
+    let history = p.json(&["history", "pipeline_meta.runs"]);
+    assert!(history.as_array().unwrap().len() <= 20, "{history}");
+    assert_eq!(
+        p.query("SELECT count(*) FROM bronze.t")[0][0].as_deref(),
+        Some("2")
+    );
+}
+
+#[test]
+fn rest_with_a_bearer_token_named_in_the_spec() {
+    const KEY: &str = "rb_pipelinetestkey0123456789";
+    let server = Rustberg::start_with(Some(KEY));
+    let mut p =
+        Project::retail().on_rest_with(&server, "token_env = \"PIPELINE_TEST_REST_TOKEN\"\n");
+    // Without the variable: the error names it.
+    let (code, message) = p.fails(&["run", "retail"]);
+    assert_eq!(code, 1, "{message}");
+    assert!(
+        message.contains("environment variable PIPELINE_TEST_REST_TOKEN"),
+        "{message}"
+    );
+    // A wrong token: the server refuses, and the error says which setting to check.
+    p.env.push((
+        "PIPELINE_TEST_REST_TOKEN".into(),
+        "rb_wrongkey000000000000000".into(),
+    ));
+    let (_, message) = p.fails(&["run", "retail"]);
+    assert!(
+        message.contains("refused this client's credentials (401 Unauthorized)")
+            && message.contains("token_env"),
+        "{message}"
+    );
+    // The right token: the run works, and the token never shows, even at debug level.
+    p.env.retain(|(k, _)| k != "PIPELINE_TEST_REST_TOKEN");
+    p.env.push(("PIPELINE_TEST_REST_TOKEN".into(), KEY.into()));
+    let out = p.run(&["-vv", "run", "retail"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(!log.contains(KEY), "the token was logged");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(KEY));
+    assert_eq!(
+        p.query("SELECT count(*) FROM silver.orders")[0][0],
+        Some(crate::common::expected_retail()["counts"]["silver.orders"].to_string())
+    );
 }
