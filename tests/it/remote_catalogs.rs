@@ -538,3 +538,99 @@ fn rest_with_a_bearer_token_named_in_the_spec() {
         Some(crate::common::expected_retail()["counts"]["silver.orders"].to_string())
     );
 }
+
+/// What a job of a run report did to `table`.
+fn action(report: &serde_json::Value, table: &str) -> String {
+    report["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["table"] == table)
+        .map(|j| j["action"].as_str().unwrap().to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_command_works_on_s3tables_as_on_the_embedded_catalog() {
+    let remote = Project::retail().on_s3tables();
+    let local = Project::retail();
+    for p in [&local, &remote] {
+        p.json(&["validate", "retail"]);
+        p.json(&["run", "retail"]);
+    }
+    let first = remote.current_snapshot("silver.orders");
+    let rows_before = remote.query("SELECT count(*) FROM silver.orders");
+
+    // Late rows: an incremental run recomputes only their months, on both catalogs alike.
+    let late = "order_id,customer_id,order_ts,product,quantity,unit_price,status\n\
+                3001,1,2026-01-20 10:00:00,Tea,4,5.00,shipped\n";
+    let mut reports = Vec::new();
+    for p in [&local, &remote] {
+        p.write("sample-data/retail/orders/pos_late.csv", late);
+        reports.push(p.json(&["run", "retail"]));
+    }
+    assert_eq!(
+        action(&reports[1], "silver.orders"),
+        "replace order_date_month in 2026-01"
+    );
+    assert_eq!(
+        action(&reports[0], "silver.orders"),
+        action(&reports[1], "silver.orders")
+    );
+    // A corrected source file, reloaded in place.
+    let corrected = "order_id,customer_id,order_ts,product,quantity,unit_price,status\n\
+                     1031,2,2026-03-01 09:15:00,Tea,3,4.75,placed\n";
+    for p in [&local, &remote] {
+        p.write("sample-data/retail/orders/pos_2026-03-05.csv", corrected);
+        let report = p.json(&["run", "retail", "--reload-changed"]);
+        assert!(
+            action(&report, "bronze.pos_orders").contains("reload"),
+            "{report}"
+        );
+    }
+    assert_eq!(contents_of_all(&remote), contents_of_all(&local));
+
+    // Time travel, history, files, run records, backfill plans.
+    assert_eq!(
+        remote.query_as_of("SELECT count(*) FROM silver.orders", first),
+        rows_before
+    );
+    let history = remote.json(&["history", "silver.orders"]);
+    assert_eq!(history.as_array().unwrap().len(), 3, "{history}");
+    let files = remote.json(&["files", "gold.fact_orders"]);
+    assert!(files
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["path"].as_str().unwrap().starts_with("s3://")));
+    let runs = remote.json(&["runs"]);
+    let last = runs.as_array().unwrap().last().unwrap().clone();
+    let info = remote.json(&["run-info", last["run_id"].as_str().unwrap()]);
+    assert_eq!(info["run_id"], last["run_id"]);
+    let plan = [
+        "backfill",
+        "retail",
+        "--from",
+        "2026-01-10",
+        "--to",
+        "2026-01-20",
+        "--plan",
+    ];
+    let (local_plan, remote_plan) = (local.json(&plan), remote.json(&plan));
+    let shape = |plan: &serde_json::Value| -> Vec<(String, String)> {
+        plan.as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["table"].to_string(), t["action"].to_string()))
+            .collect()
+    };
+    assert_eq!(shape(&remote_plan), shape(&local_plan));
+
+    // Orphan listing is for the embedded warehouse; on S3 Tables it says why not.
+    let (code, message) = remote.fails(&["orphans"]);
+    assert_eq!(code, 2, "{message}");
+    assert!(
+        message.contains("S3 Tables removes unreferenced files itself"),
+        "{message}"
+    );
+}
