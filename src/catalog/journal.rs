@@ -32,7 +32,8 @@ use async_trait::async_trait;
 use futures::TryStreamExt;
 use iceberg::io::FileIO;
 use iceberg::spec::{
-    FormatVersion, NestedField, PrimitiveType, Schema, TableMetadata, Type, MAIN_BRANCH,
+    FormatVersion, NestedField, PrimitiveType, Schema, SnapshotReference, SnapshotRetention,
+    TableMetadata, Type, MAIN_BRANCH,
 };
 use iceberg::{MetadataLocation, NamespaceIdent, TableCreation};
 use serde::{Deserialize, Serialize};
@@ -164,13 +165,16 @@ async fn control_table(remote: &RemoteCatalog) -> Result<super::remote::Current>
             "pipeline run records (one row per published run) and the pending publish".to_string(),
         )]))
         .build();
-    if let Err(e) = remote.catalog.create_table(&ns, creation).await {
-        tracing::debug!(error = %e, "control table creation failed; another writer may have created it");
+    let created = remote.catalog.create_table(&ns, creation).await;
+    match (remote.current(&name).await?, created) {
+        (Some(current), _) => Ok(current),
+        (None, Err(e)) => Err(Error::table(
+            &name,
+            "cannot create the control table (run records and pending publishes) of this catalog",
+            e,
+        )),
+        (None, Ok(_)) => Err(Error::table_msg(&name, "created, but cannot be loaded")),
     }
-    remote
-        .current(&name)
-        .await?
-        .ok_or_else(|| Error::table_msg(&name, "cannot create the control table of this catalog"))
 }
 
 fn intent_of(metadata: &TableMetadata) -> Result<Option<Intent>> {
@@ -287,7 +291,13 @@ pub(super) async fn control_with_record(
     remote: &RemoteCatalog,
     record: &RunRecord,
 ) -> Result<(super::remote::Current, TableMetadata)> {
-    let control = control_table(remote).await?;
+    let mut control = control_table(remote).await?;
+    // A publish left pending by a table-by-table publisher (e.g. another machine with
+    // `transactions = false`) is resolved first, never silently dropped.
+    if let Some(pending) = intent_of(&control.metadata)? {
+        resolve(remote, &pending).await?;
+        control = control_table(remote).await?;
+    }
     let new = stage_control(remote, &control, None, Some(record)).await?;
     Ok((control, new))
 }
@@ -392,11 +402,8 @@ impl Publisher for JournaledPublisher {
         }
         // 3. The intent, durably.
         let intent = Intent {
-            id: publication
-                .record
-                .as_ref()
-                .map(|r| r.run_id.clone())
-                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            // Fresh for every attempt: a resolver of an earlier attempt never matches it.
+            id: uuid::Uuid::new_v4().to_string(),
             started_at: chrono::Utc::now().to_rfc3339(),
             entries,
             record: publication.record.clone(),
@@ -422,9 +429,14 @@ impl Publisher for JournaledPublisher {
                         // found it pending): its outcome is ours.
                         return outcome_of(remote, &intent, publication, index).await;
                     }
-                    // Another writer got in between the check and the move: undo ours.
-                    tracing::warn!(table = %table, "table moved during publish; rolling back");
-                    resolve(remote, &intent).await?;
+                    // Another writer got in between the check and the move: resolve our
+                    // publish (forward if the table is at our target after all, else back) and
+                    // report what it became.
+                    tracing::warn!(table = %table, "table moved during publish; resolving");
+                    let recovery = resolve(remote, &intent).await?;
+                    if recovery.completed {
+                        return outcome_of(remote, &intent, publication, index).await;
+                    }
                     return Ok(PublishOutcome::Conflicts(vec![index]));
                 }
             }
@@ -536,10 +548,13 @@ async fn finish(remote: &RemoteCatalog, intent: &Intent, completed: bool) -> Res
             return Ok(true);
         }
     }
-    Err(Error::Conflict {
-        table: control_name().to_string(),
-        message: "the control table kept changing while this command tried to finish its publish"
-            .into(),
+    Err(Error::Catalog {
+        catalog: remote.identity.clone(),
+        message: format!(
+            "the control table {} kept changing while this command finished the publish of run {}; every table has moved, and the next run, backfill or rollback records it",
+            control_name(),
+            run_of(intent)
+        ),
     })
 }
 
@@ -572,6 +587,45 @@ async fn position(remote: &RemoteCatalog, entry: &IntentEntry) -> Result<(TableN
     Ok((table, position))
 }
 
+/// The version that undoes a move from `old` to `target`: `target` with `main`, the current
+/// schema and the default partition spec back where `old` had them, and the snapshots the
+/// move added removed. Snapshots the move expired stay expired (a REST server cannot take
+/// them back); their file ledger lives on in `target`'s checkpoint, which is kept, so no
+/// source file is ever loaded twice after the undo.
+fn moved_back(
+    target: &TableMetadata,
+    old: &TableMetadata,
+    target_location: &str,
+) -> Result<TableMetadata> {
+    let added: Vec<i64> = target
+        .snapshots()
+        .map(|s| s.snapshot_id())
+        .filter(|id| old.snapshot_by_id(*id).is_none())
+        .collect();
+    let mut builder = target
+        .clone()
+        .into_builder(Some(target_location.to_string()))
+        .set_current_schema(old.current_schema_id())?
+        .set_default_partition_spec(old.default_partition_spec_id())?;
+    builder = match old.current_snapshot_id() {
+        Some(id) => builder.set_ref(
+            MAIN_BRANCH,
+            SnapshotReference::new(id, SnapshotRetention::branch(None, None, None)),
+        )?,
+        None => builder.remove_ref(MAIN_BRANCH),
+    };
+    Ok(builder.remove_snapshots(&added).build()?.metadata)
+}
+
+/// The run an intent publishes (its record's run id), for messages.
+fn run_of(intent: &Intent) -> String {
+    intent
+        .record
+        .as_ref()
+        .map(|r| r.run_id.clone())
+        .unwrap_or_else(|| intent.id.clone())
+}
+
 /// Completes `intent` (every table still at its base moves on) or, when a table is elsewhere,
 /// moves the tables that reached their target back; then clears it. Returns what it did.
 async fn resolve(remote: &RemoteCatalog, intent: &Intent) -> Result<Recovery> {
@@ -595,45 +649,43 @@ async fn resolve(remote: &RemoteCatalog, intent: &Intent) -> Result<Recovery> {
                 {
                     Swap::Moved(_) | Swap::AlreadyThere => tables.push(entry.table.clone()),
                     Swap::Conflict => {
-                        return Err(Error::Conflict {
-                            table: entry.table.clone(),
+                        return Err(Error::Catalog {
+                            catalog: remote.identity.clone(),
                             message: format!(
-                                "it moved while completing the pending publish of run {}; run the command again",
-                                intent.id
+                                "table {} moved while this command completed the pending publish of run {}; the publish is still pending: run the command again to finish or undo it",
+                                entry.table,
+                                run_of(intent)
                             ),
                         })
                     }
                 }
             }
             (true, Position::AtTarget) => {
-                let current = remote.current(table).await?.ok_or_else(|| {
-                    Error::table_msg(table, "disappeared while rolling back a pending publish")
-                })?;
+                // Back to the old version, but only from our target (never over a commit made
+                // since), and as a fresh metadata file: a stale forward move expecting the old
+                // location then fails instead of redoing the publish.
+                let target = remote.read_metadata(&entry.metadata_file).await?;
                 let old = remote.read_metadata(&entry.from_location).await?;
-                // The old version becomes current again: as its own file (S3 Tables moves the
-                // pointer back to it) or as updates (REST).
-                remote
+                let back = moved_back(&target, &old, &entry.metadata_file)?;
+                let fresh = write_next(&remote.file_io, &entry.metadata_file, &back).await?;
+                match remote
                     .pointers
-                    .swap(
-                        table,
-                        &current.location,
-                        &current.metadata,
-                        &entry.from_location,
-                        &old,
-                    )
-                    .await?;
-                tables.push(entry.table.clone());
+                    .swap(table, &entry.metadata_file, &target, &fresh, &back)
+                    .await?
+                {
+                    Swap::Moved(_) | Swap::AlreadyThere => tables.push(entry.table.clone()),
+                    Swap::Conflict => tracing::warn!(
+                        table = %table,
+                        "moved by another writer while rolling back; left as that writer put it"
+                    ),
+                }
             }
             _ => {}
         }
     }
     finish(remote, intent, !conflicting).await?;
     Ok(Recovery {
-        run_id: intent
-            .record
-            .as_ref()
-            .map(|r| r.run_id.clone())
-            .unwrap_or_else(|| intent.id.clone()),
+        run_id: run_of(intent),
         completed: !conflicting,
         tables,
     })

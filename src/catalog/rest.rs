@@ -33,7 +33,8 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
         message,
     };
     let sdk = storage::sdk_config(&identity, &config.storage, None).await?;
-    let mut props = storage::file_io_props(&identity, &config.storage, &sdk).await?;
+    // Storage credentials are optional here: the server may vend them with each table.
+    let mut props = storage::file_io_props(&identity, &config.storage, &sdk, false).await?;
     let file_props = props.clone();
     props.insert(REST_CATALOG_PROP_URI.to_string(), config.uri.clone());
     if let Some(w) = &config.warehouse {
@@ -55,6 +56,9 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
         .transpose()
         .map_err(fail)?;
     if let Some(c) = &credential {
+        if let Some((_, secret)) = c.split_once(':') {
+            crate::secrets::register(secret);
+        }
         props.insert("credential".to_string(), c.clone());
     }
     if let Some(u) = &config.oauth2_server_uri {
@@ -74,7 +78,10 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
         .map_err(|e| fail(format!("cannot open the REST catalog: {e}")))?;
     let inner: Arc<dyn iceberg::Catalog> = Arc::new(inner);
 
-    let http = reqwest::Client::new();
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(120))
+        .build()
+        .map_err(|e| fail(format!("cannot set up the HTTP client: {e}")))?;
     if token.is_none() {
         if let Some(credential) = &credential {
             token = Some(oauth_token(&http, config, credential).await.map_err(fail)?);
@@ -244,13 +251,16 @@ impl RestApi {
     }
 
     async fn get(&self, path: &str) -> std::result::Result<Value, Refused> {
-        let url = format!("{}{path}", self.uri);
+        self.get_url(&format!("{}{path}", self.uri)).await
+    }
+
+    async fn get_url(&self, url: &str) -> std::result::Result<Value, Refused> {
         let unavailable = |e: reqwest::Error| Refused {
             status: StatusCode::SERVICE_UNAVAILABLE,
             message: format!("GET {url}: {e}"),
         };
         let response = self
-            .request(reqwest::Method::GET, &url)
+            .request(reqwest::Method::GET, url)
             .send()
             .await
             .map_err(unavailable)?;
@@ -332,7 +342,21 @@ impl TablePointers for RestApi {
                     .unwrap_or_default()
                     .to_string(),
             )),
-            Err(r) if r.status == StatusCode::CONFLICT => Ok(Swap::Conflict),
+            Err(r) if r.status == StatusCode::CONFLICT => {
+                // Already at the new version (another command made this very move)?
+                let now = self.get_url(&self.url(&table_path(table))).await.ok();
+                let main = now
+                    .as_ref()
+                    .and_then(|t| t["metadata"]["current-snapshot-id"].as_i64());
+                let done = main.is_some()
+                    && main == new.current_snapshot_id()
+                    && main != base.current_snapshot_id();
+                Ok(if done {
+                    Swap::AlreadyThere
+                } else {
+                    Swap::Conflict
+                })
+            }
             Err(r) => Err(self.error(&format!("commit to {table} failed"), r)),
         }
     }

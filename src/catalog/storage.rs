@@ -50,10 +50,12 @@ pub async fn sdk_config(
 }
 
 /// `FileIO` properties for S3: endpoint, region, path style and the resolved credentials.
+/// With `required` false, no credentials is not an error (a REST catalog may vend them).
 pub async fn file_io_props(
     catalog: &str,
     storage: &S3Storage,
     sdk: &SdkConfig,
+    required: bool,
 ) -> Result<HashMap<String, String>> {
     let mut props = HashMap::new();
     if let Some(endpoint) = &storage.endpoint {
@@ -68,15 +70,21 @@ pub async fn file_io_props(
     let Some(provider) = sdk.credentials_provider() else {
         return Ok(props);
     };
-    let credentials = provider
-        .provide_credentials()
-        .await
-        .map_err(|e| Error::Catalog {
-            catalog: catalog.to_string(),
-            message: format!(
-                "no AWS credentials: {e}; set them in the environment (AWS_ACCESS_KEY_ID, ...), a profile, or name variables with access_key_id_env / secret_access_key_env"
-            ),
-        })?;
+    let credentials = match provider.provide_credentials().await {
+        Ok(c) => c,
+        Err(e) if !required => {
+            tracing::debug!("no AWS credentials for storage ({e}); relying on the catalog");
+            return Ok(props);
+        }
+        Err(e) => {
+            return Err(Error::Catalog {
+                catalog: catalog.to_string(),
+                message: format!(
+                    "no AWS credentials: {e}; set them in the environment (AWS_ACCESS_KEY_ID, ...), a profile, or name variables with access_key_id_env / secret_access_key_env"
+                ),
+            })
+        }
+    };
     props.insert(
         S3_ACCESS_KEY_ID.to_string(),
         credentials.access_key_id().to_string(),

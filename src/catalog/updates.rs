@@ -61,9 +61,14 @@ pub fn diff(
 
     let base_snapshots: HashSet<i64> = base.snapshots().map(|s| s.snapshot_id()).collect();
     let new_snapshots: HashSet<i64> = new.snapshots().map(|s| s.snapshot_id()).collect();
+    // Only snapshots newer than everything in `base`: moving a table back to an older version
+    // (a rollback) must not re-add snapshots `base` expired.
     let mut added: Vec<_> = new
         .snapshots()
-        .filter(|s| !base_snapshots.contains(&s.snapshot_id()))
+        .filter(|s| {
+            !base_snapshots.contains(&s.snapshot_id())
+                && s.sequence_number() > base.last_sequence_number()
+        })
         .collect();
     added.sort_by_key(|s| s.sequence_number());
     for snapshot in added {
