@@ -9,6 +9,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use pipeline::catalog::PipelineCatalog;
 use pipeline::output::{batches_to_rows, render_table};
+use pipeline::receipt::Invocation;
 use pipeline::run::{
     rollback, run_pipeline, validate, Backfill, JobReport, LockWait, Observer, RunOptions,
     RunReport,
@@ -91,6 +92,10 @@ enum Command {
         /// stops the run).
         #[arg(long)]
         reload_changed: bool,
+        /// Why this is run (a ticket, an incident, "late February files"): kept in the run
+        /// record that `pipeline runs` and `pipeline run-info` show.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
         #[command(flatten)]
         wait: WaitArgs,
     },
@@ -120,6 +125,10 @@ enum Command {
         /// Only print what would happen (tables, partitions, input files and bytes); change nothing.
         #[arg(long)]
         plan: bool,
+        /// Why this is run (a ticket, an incident, "late February files"): kept in the run
+        /// record that `pipeline runs` and `pipeline run-info` show.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
         #[command(flatten)]
         wait: WaitArgs,
     },
@@ -172,6 +181,10 @@ enum Command {
     Rollback {
         /// A run id from `pipeline runs`.
         run_id: String,
+        /// Why this is run (a ticket, an incident, "late February files"): kept in the run
+        /// record that `pipeline runs` and `pipeline run-info` show.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
         #[arg(long)]
         pipeline: Option<String>,
     },
@@ -239,6 +252,7 @@ async fn main_inner(cli: Cli) -> Result<()> {
             pipeline,
             full_refresh,
             reload_changed,
+            reason,
             wait,
         } => {
             let spec = load_spec(&project, pipeline, cli.catalog.as_deref())?;
@@ -248,6 +262,7 @@ async fn main_inner(cli: Cli) -> Result<()> {
             let mut options = RunOptions::new(wait.lock_wait());
             options.full_refresh = *full_refresh;
             options.reload_changed = *reload_changed;
+            options.invocation = Invocation::current(reason.clone(), cli.catalog.clone());
             let report = run_pipeline(&spec, observer, options).await?;
             print_run(&report, cli.json)
         }
@@ -257,6 +272,7 @@ async fn main_inner(cli: Cli) -> Result<()> {
             to,
             tables,
             plan,
+            reason,
             wait,
         } => {
             let spec = load_spec(&project, pipeline, cli.catalog.as_deref())?;
@@ -271,6 +287,7 @@ async fn main_inner(cli: Cli) -> Result<()> {
             });
             let mut options = RunOptions::new(wait.lock_wait());
             options.backfill = Some(backfill);
+            options.invocation = Invocation::current(reason.clone(), cli.catalog.clone());
             let report = run_pipeline(&spec, observer, options).await?;
             print_run(&report, cli.json)
         }
@@ -511,6 +528,8 @@ async fn main_inner(cli: Cli) -> Result<()> {
                                 None => r.kind.clone(),
                             },
                             r.finished_at.clone(),
+                            r.invocation.user.clone(),
+                            r.invocation.reason.clone().unwrap_or_default(),
                             r.tables.len().to_string(),
                             r.undo_command(),
                         ]
@@ -519,7 +538,16 @@ async fn main_inner(cli: Cli) -> Result<()> {
                 print!(
                     "{}",
                     render_table(
-                        &strings(&["run", "pipeline", "kind", "published at", "tables", "undo"]),
+                        &strings(&[
+                            "run",
+                            "pipeline",
+                            "kind",
+                            "published at",
+                            "by",
+                            "reason",
+                            "tables",
+                            "undo",
+                        ]),
                         &rows
                     )
                 );
@@ -533,10 +561,15 @@ async fn main_inner(cli: Cli) -> Result<()> {
             print_record(&run, cli.json);
             Ok(())
         }
-        Command::Rollback { run_id, pipeline } => {
+        Command::Rollback {
+            run_id,
+            reason,
+            pipeline,
+        } => {
             let catalog =
                 open_catalog(&project, pipeline.as_deref(), cli.catalog.as_deref()).await?;
-            let record = rollback(&catalog, run_id).await?;
+            let invocation = Invocation::current(reason.clone(), cli.catalog.clone());
+            let record = rollback(&catalog, run_id, &invocation).await?;
             print_record(&record, cli.json);
             Ok(())
         }
@@ -609,6 +642,18 @@ fn print_record(run: &pipeline::catalog::RunRecord, json: bool) {
     }
     println!("started at:   {}", run.started_at);
     println!("published at: {}", run.finished_at);
+    if !run.invocation.user.is_empty() {
+        println!(
+            "by:           {} on {}",
+            run.invocation.user, run.invocation.host
+        );
+    }
+    if let Some(reason) = &run.invocation.reason {
+        println!("reason:       {reason}");
+    }
+    if !run.invocation.command.is_empty() {
+        println!("command:      {}", run.invocation.command.join(" "));
+    }
     println!("undo with:    {}", run.undo_command());
     println!();
     let show = |s: Option<i64>| s.map_or_else(|| "(none)".to_string(), |s| s.to_string());

@@ -33,20 +33,31 @@ pub struct TableRecord {
 pub struct RunRecord {
     pub run_id: String,
     pub pipeline: String,
-    /// `run` or `rollback`.
+    /// `run`, `backfill` or `rollback`.
     pub kind: String,
     pub started_at: String,
     pub finished_at: String,
     /// For a rollback: the run it undid.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub rolls_back: Option<String>,
+    /// Who ran it, where, why, and the command line.
+    #[serde(flatten)]
+    pub invocation: crate::receipt::Invocation,
+    /// The exact command that undoes this run.
+    #[serde(default)]
+    pub undo: String,
     pub tables: Vec<TableRecord>,
 }
 
 impl RunRecord {
-    /// The command that undoes this run.
+    /// The command that undoes this run (records written before `undo` was stored get the
+    /// plain form).
     pub fn undo_command(&self) -> String {
-        format!("pipeline rollback {}", self.run_id)
+        if self.undo.is_empty() {
+            format!("pipeline rollback {}", self.run_id)
+        } else {
+            self.undo.clone()
+        }
     }
 }
 

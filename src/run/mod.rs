@@ -110,6 +110,8 @@ pub struct RunOptions {
     /// Set for a backfill: no ingest job runs, and only the selected tables (and what is
     /// downstream of them) are recomputed.
     pub backfill: Option<Backfill>,
+    /// Who runs it and why, for the run record.
+    pub invocation: crate::receipt::Invocation,
 }
 
 impl RunOptions {
@@ -120,6 +122,7 @@ impl RunOptions {
             full_refresh: false,
             reload_changed: false,
             backfill: None,
+            invocation: crate::receipt::Invocation::current(None, None),
         }
     }
 }
@@ -405,6 +408,8 @@ pub async fn run_pipeline(
             started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             finished_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             rolls_back: None,
+            undo: options.invocation.undo_command(&run_id, &pipeline.name),
+            invocation: options.invocation.clone(),
             tables: Vec::new(),
         };
         if let Some(keep) = pipeline.max_snapshots {

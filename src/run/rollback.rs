@@ -14,7 +14,11 @@ use crate::error::{Error, Result};
 use crate::spec::TableName;
 
 /// Undoes run `run_id` atomically and returns the record of the rollback (itself undoable).
-pub async fn rollback(catalog: &PipelineCatalog, run_id: &str) -> Result<RunRecord> {
+pub async fn rollback(
+    catalog: &PipelineCatalog,
+    run_id: &str,
+    invocation: &crate::receipt::Invocation,
+) -> Result<RunRecord> {
     let run = catalog.run(run_id).await?;
     // A rollback is a run of its pipeline: it waits for a run in progress to finish.
     let (database, name) = (catalog.lock_anchor()?, run.pipeline.clone());
@@ -100,8 +104,11 @@ pub async fn rollback(catalog: &PipelineCatalog, run_id: &str) -> Result<RunReco
             metadata,
         });
     }
+    let new_id = new_run_id(started);
     let record = RunRecord {
-        run_id: new_run_id(started),
+        undo: invocation.undo_command(&new_id, &run.pipeline),
+        invocation: invocation.clone(),
+        run_id: new_id,
         pipeline: run.pipeline.clone(),
         kind: "rollback".into(),
         started_at: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),

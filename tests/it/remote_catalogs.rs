@@ -74,6 +74,12 @@ fn retail_backfill_rollback(remote: &Project) {
         .map(|r| r["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["run", "backfill", "rollback"]);
+    // Undo commands name the catalog they ran on.
+    let undo = runs[0]["undo"].as_str().unwrap();
+    assert!(
+        undo.ends_with("--pipeline retail --catalog remote"),
+        "{undo}"
+    );
 }
 
 /// PyIceberg's row counts and sums agree with the engine's for the gold tables.

@@ -141,3 +141,70 @@ fn unknown_run_is_a_clear_error() {
         "error: no run `nope` in this catalog; `pipeline runs` lists them"
     );
 }
+
+#[test]
+fn every_record_says_who_ran_it_where_why_and_the_exact_command_that_undoes_it() {
+    let p = Project::retail();
+    let run = p.json(&["run", "retail", "--reason", "nightly load, ticket OPS-12"]);
+    let run_id = run["run_id"].as_str().unwrap();
+    let info = p.json(&["run-info", run_id]);
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
+    assert_eq!(info["user"], user.as_str());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
+    assert_eq!(info["host"], host.as_str());
+    assert_eq!(info["reason"], "nightly load, ticket OPS-12");
+    let command: Vec<&str> = info["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(command[0], "pipeline");
+    assert!(
+        command.ends_with(&[
+            "run",
+            "retail",
+            "--reason",
+            "nightly load, ticket OPS-12",
+            "--json"
+        ]),
+        "{command:?}"
+    );
+    let undo = info["undo"].as_str().unwrap().to_string();
+    assert_eq!(
+        undo,
+        format!("pipeline rollback {run_id} --pipeline retail")
+    );
+
+    // The text forms show the same.
+    let text = String::from_utf8_lossy(&p.run(&["run-info", run_id]).stdout).to_string();
+    assert!(
+        text.contains("reason:       nightly load, ticket OPS-12"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("by:           {user} on {host}")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("undo with:    {undo}")), "{text}");
+    let list = String::from_utf8_lossy(&p.run(&["runs"]).stdout).to_string();
+    assert!(list.contains("nightly load, ticket OPS-12"), "{list}");
+
+    // The undo command works as recorded (with its own reason), and is itself recorded.
+    let mut args: Vec<&str> = undo.split(' ').skip(1).collect();
+    args.extend(["--reason", "bad load"]);
+    let rollback = p.json(&args);
+    assert_eq!(rollback["rolls_back"], run_id);
+    assert_eq!(rollback["reason"], "bad load");
+    assert_eq!(p.json(&["tables"]), serde_json::json!([]));
+    let undo_of_rollback = rollback["undo"].as_str().unwrap();
+    assert!(
+        undo_of_rollback.starts_with("pipeline rollback ")
+            && undo_of_rollback.ends_with(" --pipeline retail")
+    );
+}
