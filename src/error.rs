@@ -68,6 +68,18 @@ pub enum Error {
     #[error("commit conflict on table {table}: {message}; nothing of this run was published")]
     Conflict { table: String, message: String },
 
+    /// A `fail` expectation found violations in a staged table.
+    #[error(
+        "expectation `{name}` on {table} failed: {detail}; nothing of this run was published{}",
+        sample_suffix(sample)
+    )]
+    Quality {
+        table: String,
+        name: String,
+        detail: String,
+        sample: Vec<String>,
+    },
+
     /// A reader's writer went away (it failed; its own error is the one to report).
     #[error("the table writer stopped")]
     WriterStopped,
@@ -147,5 +159,13 @@ impl Error {
             Error::Spec { .. } | Error::Pipeline { .. } | Error::Sql { .. } | Error::Usage(_) => 2,
             _ => 1,
         }
+    }
+}
+
+fn sample_suffix(sample: &[String]) -> String {
+    if sample.is_empty() {
+        String::new()
+    } else {
+        format!("\n  sample:\n    {}", sample.join("\n    "))
     }
 }

@@ -15,6 +15,7 @@ pub mod inspect;
 pub mod orphans;
 pub mod output;
 pub mod plan;
+pub mod quality;
 pub mod receipt;
 pub mod run;
 pub mod secrets;

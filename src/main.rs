@@ -931,6 +931,22 @@ impl Observer for Progress {
     fn recovered(&self, what: &str) {
         eprintln!("  recovered {what}");
     }
+    fn checked(&self, r: &pipeline::quality::QualityResult) {
+        let verdict = match (r.passed, r.action.as_str()) {
+            (true, _) => "passed",
+            (false, "warn") => "WARNING",
+            (false, _) => "FAILED",
+        };
+        eprintln!(
+            "  check     {} {}: {verdict} ({})",
+            r.table, r.name, r.detail
+        );
+        if !r.passed && r.action == "warn" {
+            for row in &r.sample {
+                eprintln!("              {row}");
+            }
+        }
+    }
     fn rebasing(&self, table: &TableName, attempt: u32) {
         eprintln!(
             "  conflict  {table}: another writer committed first; rebasing (attempt {attempt})"

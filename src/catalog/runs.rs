@@ -43,6 +43,9 @@ pub struct RunRecord {
     /// Who ran it, where, why, and the command line.
     #[serde(flatten)]
     pub invocation: crate::receipt::Invocation,
+    /// The expectations evaluated on the run's tables, and what they found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quality: Vec<crate::quality::QualityResult>,
     /// The exact command that undoes this run.
     #[serde(default)]
     pub undo: String,

@@ -76,6 +76,8 @@ pub struct RunReport {
     /// The tables published (job outputs and quarantine tables), sorted.
     pub tables: Vec<String>,
     pub jobs: Vec<JobReport>,
+    /// The expectations evaluated on this run's tables.
+    pub quality: Vec<crate::quality::QualityResult>,
 }
 
 /// Receives progress while a run works.
@@ -91,6 +93,8 @@ pub trait Observer: Send + Sync {
     fn waiting_for(&self, _holder: &str) {}
     /// A publish an earlier command left half done was completed or undone first.
     fn recovered(&self, _what: &str) {}
+    /// An expectation was evaluated on a staged table.
+    fn checked(&self, _result: &crate::quality::QualityResult) {}
 }
 
 /// An observer that shows nothing.
@@ -391,6 +395,20 @@ pub async fn run_pipeline(
             .map(|n| staged.remove(n).expect("staged table"))
             .collect()
     };
+    // Audit: the expectations on the staged tables, before anything is published.
+    let quality = crate::quality::audit(
+        &pipeline.expectations,
+        &staged,
+        &validated.catalog,
+        started_at.timestamp_micros(),
+    )
+    .await?;
+    for result in &quality {
+        observer.checked(result);
+    }
+    if let Some(failure) = crate::quality::first_failure(&quality) {
+        return Err(failure);
+    }
     let kind = if options.backfill.is_some() {
         "backfill"
     } else {
@@ -408,6 +426,7 @@ pub async fn run_pipeline(
             started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             finished_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             rolls_back: None,
+            quality: quality.clone(),
             undo: options.invocation.undo_command(&run_id, &pipeline.name),
             invocation: options.invocation.clone(),
             tables: Vec::new(),
@@ -464,6 +483,7 @@ pub async fn run_pipeline(
         published: true,
         tables,
         jobs: reports,
+        quality,
     })
 }
 

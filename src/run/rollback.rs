@@ -106,6 +106,7 @@ pub async fn rollback(
     }
     let new_id = new_run_id(started);
     let record = RunRecord {
+        quality: Vec::new(),
         undo: invocation.undo_command(&new_id, &run.pipeline),
         invocation: invocation.clone(),
         run_id: new_id,

@@ -18,10 +18,30 @@ struct RawSpec {
     #[serde(default)]
     catalogs: IndexMap<String, RawCatalog>,
     #[serde(default)]
+    expect: Vec<RawExpect>,
+    #[serde(default)]
     ingest: Vec<RawIngest>,
     #[serde(default)]
     transform: Vec<RawTransform>,
     retention: Option<RawRetention>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExpect {
+    table: Spanned<String>,
+    check: Spanned<String>,
+    name: Option<String>,
+    column: Option<Spanned<String>>,
+    columns: Option<Vec<String>>,
+    values: Option<Vec<toml::Value>>,
+    min: Option<Spanned<toml::Value>>,
+    max: Option<Spanned<toml::Value>>,
+    pattern: Option<String>,
+    to: Option<Spanned<String>>,
+    within: Option<Spanned<String>>,
+    sql: Option<String>,
+    action: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -170,6 +190,11 @@ pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
         catalogs.insert(name.clone(), catalog_config(&at, project_dir, c)?);
     }
 
+    let mut expectations = Vec::new();
+    for raw_expect in &raw.expect {
+        expectations.push(expectation(&at, raw_expect)?);
+    }
+
     let mut ingests = Vec::new();
     for raw_job in &raw.ingest {
         ingests.push(ingest_job(&at, raw_job)?);
@@ -200,6 +225,22 @@ pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
         }
     }
 
+    // Expectations are on tables this pipeline writes (quarantine tables included).
+    for e in &raw.expect {
+        let name = e.table.get_ref();
+        let base = name.strip_suffix("__quarantine").unwrap_or(name);
+        if !seen.contains_key(name) && !seen.contains_key(base) {
+            return Err(at.error(
+                e.table.span(),
+                format!("expectation on `{name}`, which this pipeline does not write"),
+                Some(format!(
+                    "tables it writes: {}",
+                    seen.keys().cloned().collect::<Vec<_>>().join(", ")
+                )),
+            ));
+        }
+    }
+
     let max_snapshots = match raw.retention.as_ref().and_then(|r| r.max_snapshots.as_ref()) {
         None => None,
         Some(n) if *n.get_ref() < 2 => {
@@ -219,6 +260,7 @@ pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
         project_dir: project_dir.to_path_buf(),
         catalog,
         catalogs,
+        expectations,
         ingests,
         transforms,
     })
@@ -637,4 +679,188 @@ impl Positions<'_> {
             line: self.line_col(span.start).0,
         }
     }
+}
+
+/// A TOML value as a SQL literal.
+fn sql_literal(value: &toml::Value) -> Option<String> {
+    Some(match value {
+        toml::Value::String(s) => format!("'{}'", s.replace('\'', "''")),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::Boolean(b) => b.to_string().to_uppercase(),
+        toml::Value::Datetime(d) => format!("'{d}'"),
+        _ => return None,
+    })
+}
+
+/// One `[[expect]]` table.
+fn expectation(at: &Positions, raw: &RawExpect) -> Result<Expectation> {
+    let table = table_name(at, &raw.table)?;
+    let kind = raw.check.get_ref().as_str();
+    let need_column = || -> Result<String> {
+        raw.column
+            .as_ref()
+            .map(|c| c.get_ref().clone())
+            .ok_or_else(|| {
+                at.error(
+                    raw.check.span(),
+                    format!("check `{kind}` needs `column`"),
+                    None,
+                )
+            })
+    };
+    let literal = |v: &Option<Spanned<toml::Value>>| -> Result<Option<String>> {
+        v.as_ref()
+            .map(|v| {
+                sql_literal(v.get_ref()).ok_or_else(|| {
+                    at.error(v.span(), "expected a number, string or date".into(), None)
+                })
+            })
+            .transpose()
+    };
+    let check = match kind {
+        "not_null" => Check::NotNull {
+            column: need_column()?,
+        },
+        "unique" => Check::Unique {
+            columns: match (&raw.columns, &raw.column) {
+                (Some(cols), _) if !cols.is_empty() => cols.clone(),
+                (_, Some(c)) => vec![c.get_ref().clone()],
+                _ => {
+                    return Err(at.error(
+                        raw.check.span(),
+                        "check `unique` needs `column` or `columns`".into(),
+                        None,
+                    ))
+                }
+            },
+        },
+        "accepted_values" => {
+            let values = raw.values.as_ref().filter(|v| !v.is_empty()).ok_or_else(|| {
+                at.error(
+                    raw.check.span(),
+                    "check `accepted_values` needs `values = [...]`".into(),
+                    None,
+                )
+            })?;
+            Check::AcceptedValues {
+                column: need_column()?,
+                values: values
+                    .iter()
+                    .map(|v| {
+                        sql_literal(v).ok_or_else(|| {
+                            at.error(raw.check.span(), "values must be numbers, strings or dates".into(), None)
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+            }
+        }
+        "range" => {
+            let (min, max) = (literal(&raw.min)?, literal(&raw.max)?);
+            if min.is_none() && max.is_none() {
+                return Err(at.error(raw.check.span(), "check `range` needs `min`, `max` or both".into(), None));
+            }
+            Check::Range {
+                column: need_column()?,
+                min,
+                max,
+            }
+        }
+        "regex" => Check::Regex {
+            column: need_column()?,
+            pattern: raw.pattern.clone().ok_or_else(|| {
+                at.error(raw.check.span(), "check `regex` needs `pattern`".into(), None)
+            })?,
+        },
+        "relationships" => {
+            let to = raw.to.as_ref().ok_or_else(|| {
+                at.error(
+                    raw.check.span(),
+                    "check `relationships` needs `to = \"namespace.table.column\"`".into(),
+                    None,
+                )
+            })?;
+            let parts: Vec<&str> = to.get_ref().split('.').collect();
+            let [ns, t, c] = parts.as_slice() else {
+                return Err(at.error(
+                    to.span(),
+                    format!("`{}` is not namespace.table.column", to.get_ref()),
+                    None,
+                ));
+            };
+            Check::Relationships {
+                column: need_column()?,
+                to_table: TableName {
+                    namespace: ns.to_string(),
+                    name: t.to_string(),
+                },
+                to_column: c.to_string(),
+            }
+        }
+        "row_count" => {
+            let bound = |v: &Option<Spanned<toml::Value>>| -> Result<Option<u64>> {
+                v.as_ref()
+                    .map(|v| match v.get_ref() {
+                        toml::Value::Integer(i) if *i >= 0 => Ok(*i as u64),
+                        _ => Err(at.error(v.span(), "expected a row count (a whole number)".into(), None)),
+                    })
+                    .transpose()
+            };
+            let (min, max) = (bound(&raw.min)?, bound(&raw.max)?);
+            if min.is_none() && max.is_none() {
+                return Err(at.error(raw.check.span(), "check `row_count` needs `min`, `max` or both".into(), None));
+            }
+            Check::RowCount { min, max }
+        }
+        "freshness" => {
+            let within = raw.within.as_ref().ok_or_else(|| {
+                at.error(raw.check.span(), "check `freshness` needs `within`, e.g. \"36h\"".into(), None)
+            })?;
+            Check::Freshness {
+                column: need_column()?,
+                within_micros: parse_duration_micros(within.get_ref()).ok_or_else(|| {
+                    at.error(
+                        within.span(),
+                        format!("`{}` is not a duration", within.get_ref()),
+                        Some("write a number and a unit: 45s, 90m, 36h, 2d".into()),
+                    )
+                })?,
+            }
+        }
+        "sql" => Check::Sql {
+            sql: raw.sql.clone().ok_or_else(|| {
+                at.error(
+                    raw.check.span(),
+                    "check `sql` needs `sql = \"SELECT ... (the violating rows)\"`".into(),
+                    None,
+                )
+            })?,
+        },
+        other => {
+            return Err(at.error(
+                raw.check.span(),
+                format!("unknown check `{other}`"),
+                Some("checks: not_null, unique, accepted_values, range, regex, relationships, row_count, freshness, sql".into()),
+            ))
+        }
+    };
+    let action = match raw.action.as_ref().map(|a| a.get_ref().as_str()) {
+        None | Some("fail") => ExpectAction::Fail,
+        Some("warn") => ExpectAction::Warn,
+        Some(other) => {
+            let span = raw.action.as_ref().map(|a| a.span()).unwrap_or_default();
+            return Err(at.error(
+                span,
+                format!("unknown action `{other}`"),
+                Some("actions: \"fail\" (publish nothing) or \"warn\" (publish and report)".into()),
+            ));
+        }
+    };
+    Ok(Expectation {
+        name: raw.name.clone().unwrap_or_else(|| check.default_name()),
+        table,
+        check,
+        action,
+        origin: at.origin(raw.check.span()),
+    })
 }

@@ -4,6 +4,7 @@
 
 mod catalog;
 mod column_type;
+mod expect;
 mod load;
 mod partition;
 
@@ -14,6 +15,7 @@ pub use catalog::{
     read_env, CatalogConfig, RestConfig, S3Storage, S3TablesConfig, StaticCredentials,
 };
 pub use column_type::{ColumnType, TYPE_NAMES};
+pub use expect::{parse_duration_micros, Check, ExpectAction, Expectation};
 pub use load::{display_path_in, list_pipelines, load_pipeline, load_pipeline_file};
 pub use partition::{is_identifier, PartitionField};
 
@@ -58,7 +60,7 @@ impl fmt::Display for TableName {
 }
 
 /// Where a job is declared: the spec file and the line of its `table =` key.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Origin {
     pub file: PathBuf,
     pub line: usize,
@@ -77,6 +79,8 @@ pub struct Pipeline {
     pub catalog: CatalogConfig,
     /// `[catalogs.NAME]` sections.
     pub catalogs: std::collections::BTreeMap<String, CatalogConfig>,
+    /// `[[expect]]`: quality checks on the tables this pipeline writes.
+    pub expectations: Vec<Expectation>,
     pub ingests: Vec<IngestJob>,
     pub transforms: Vec<TransformJob>,
     /// `[retention] max_snapshots`: each table the pipeline writes keeps about this many

@@ -9,6 +9,7 @@ mod concurrency;
 mod conflicts;
 mod crash;
 mod exactly_once;
+mod expectations;
 mod full_refresh;
 mod interop;
 mod many_appends;

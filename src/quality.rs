@@ -1,0 +1,275 @@
+//! Audits: a run's expectations (`[[expect]]`), evaluated with DataFusion on the snapshots the
+//! run staged, before anything is published (write, audit, publish). A `fail` expectation that
+//! finds violations stops the run and nothing is published; a `warn` one is reported and
+//! recorded. Expectations on tables the run did not change are not evaluated (they were when
+//! those tables last changed).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use iceberg_datafusion::IcebergStaticTableProvider;
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::PipelineCatalog;
+use crate::commit::StagedTable;
+use crate::error::{Error, Result};
+use crate::output::batches_to_rows;
+use crate::spec::{Check, ExpectAction, Expectation, TableName};
+use crate::transform::{new_session, register_table};
+
+/// Violating rows shown per failed expectation.
+const SAMPLE_ROWS: usize = 5;
+
+/// The outcome of one expectation in one run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct QualityResult {
+    pub name: String,
+    pub table: String,
+    pub check: String,
+    /// `fail` or `warn`.
+    pub action: String,
+    pub passed: bool,
+    /// Violating rows (for `row_count` and `freshness`: 0 or 1, see `detail`).
+    pub violations: u64,
+    /// What was found, in words.
+    pub detail: String,
+    /// Up to five violating rows, each as `column=value` pairs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sample: Vec<String>,
+}
+
+fn quote(identifier: &str) -> String {
+    format!("\"{}\"", identifier.replace('"', "\"\""))
+}
+
+fn table_ref(table: &TableName) -> String {
+    format!("{}.{}", quote(&table.namespace), quote(&table.name))
+}
+
+/// The SELECT of violating rows, or `None` for checks that look at the table as a whole.
+fn violations_sql(e: &Expectation) -> Option<String> {
+    let t = table_ref(&e.table);
+    Some(match &e.check {
+        Check::NotNull { column } => format!("SELECT * FROM {t} WHERE {} IS NULL", quote(column)),
+        Check::Unique { columns } => {
+            let cols: Vec<String> = columns.iter().map(|c| quote(c)).collect();
+            let on: Vec<String> = columns
+                .iter()
+                .map(|c| format!("t.{0} = d.{0}", quote(c)))
+                .collect();
+            format!(
+                "SELECT t.* FROM {t} t JOIN (SELECT {0} FROM {t} GROUP BY {0} HAVING count(*) > 1) d ON {1}",
+                cols.join(", "),
+                on.join(" AND ")
+            )
+        }
+        Check::AcceptedValues { column, values } => format!(
+            "SELECT * FROM {t} WHERE {0} IS NOT NULL AND {0} NOT IN ({1})",
+            quote(column),
+            values.join(", ")
+        ),
+        Check::Range { column, min, max } => {
+            let mut outside = Vec::new();
+            if let Some(min) = min {
+                outside.push(format!("{} < {min}", quote(column)));
+            }
+            if let Some(max) = max {
+                outside.push(format!("{} > {max}", quote(column)));
+            }
+            format!("SELECT * FROM {t} WHERE {}", outside.join(" OR "))
+        }
+        Check::Regex { column, pattern } => format!(
+            "SELECT * FROM {t} WHERE {0} IS NOT NULL AND NOT ({0} ~ '{1}')",
+            quote(column),
+            pattern.replace('\'', "''")
+        ),
+        Check::Relationships {
+            column,
+            to_table,
+            to_column,
+        } => format!(
+            "SELECT * FROM {t} WHERE {0} IS NOT NULL AND {0} NOT IN (SELECT {1} FROM {2} WHERE {1} IS NOT NULL)",
+            quote(column),
+            quote(to_column),
+            table_ref(to_table)
+        ),
+        Check::Sql { sql } => sql.trim().trim_end_matches(';').to_string(),
+        Check::RowCount { .. } | Check::Freshness { .. } => return None,
+    })
+}
+
+/// Evaluates the expectations on the tables in `staged` (run start: `started_micros`).
+/// Returns every result; the caller fails the run on a failed `fail` expectation.
+pub async fn audit(
+    expectations: &[Expectation],
+    staged: &[StagedTable],
+    catalog: &PipelineCatalog,
+    started_micros: i64,
+) -> Result<Vec<QualityResult>> {
+    let changed: HashMap<&TableName, &StagedTable> = staged.iter().map(|s| (&s.table, s)).collect();
+    let due: Vec<&Expectation> = expectations
+        .iter()
+        .filter(|e| changed.contains_key(&e.table))
+        .collect();
+    if due.is_empty() {
+        return Ok(Vec::new());
+    }
+    let session = new_session();
+    let mut registered = HashSet::new();
+    let mut wanted: Vec<&TableName> = due.iter().map(|e| &e.table).collect();
+    for e in &due {
+        if let Check::Relationships { to_table, .. } = &e.check {
+            wanted.push(to_table);
+        }
+    }
+    for name in wanted {
+        if !registered.insert(name.clone()) {
+            continue;
+        }
+        let table = match changed.get(name) {
+            Some(s) => s.reader(catalog.file_io())?,
+            None => catalog.load_existing(name).await?,
+        };
+        let provider = IcebergStaticTableProvider::try_new_from_table(table)
+            .await
+            .map_err(|e| Error::table(name, "cannot read table for its expectations", e))?;
+        register_table(&session, name, Arc::new(provider))?;
+    }
+    let mut results = Vec::new();
+    for e in due {
+        let failed = |message: String| Error::Pipeline {
+            file: e.origin.file.clone(),
+            message: format!(
+                "line {}: expectation `{}` on {}: {message}",
+                e.origin.line, e.name, e.table
+            ),
+            hint: None,
+        };
+        let (violations, detail, sample) = match (&e.check, violations_sql(e)) {
+            (_, Some(sql)) => {
+                let df = session.sql(&sql).await.map_err(|x| failed(x.to_string()))?;
+                let count = df
+                    .clone()
+                    .count()
+                    .await
+                    .map_err(|x| failed(x.to_string()))? as u64;
+                let mut sample = Vec::new();
+                if count > 0 {
+                    let limited = df.limit(0, Some(SAMPLE_ROWS))?;
+                    let schema = limited.schema().as_arrow().clone();
+                    let batches = limited.collect().await?;
+                    let rows = batches_to_rows(&schema, &batches)?;
+                    for row in rows.rows {
+                        sample.push(
+                            rows.columns
+                                .iter()
+                                .zip(row)
+                                .map(|(c, v)| format!("{c}={}", v.unwrap_or_else(|| "NULL".into())))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                        );
+                    }
+                }
+                let plural = if count == 1 { "" } else { "s" };
+                (count, format!("{count} violating row{plural}"), sample)
+            }
+            (Check::RowCount { min, max }, None) => {
+                let rows = scalar(
+                    &session,
+                    &format!("SELECT count(*) FROM {}", table_ref(&e.table)),
+                )
+                .await
+                .map_err(|x| failed(x.to_string()))?
+                .unwrap_or_default()
+                .parse::<u64>()
+                .unwrap_or_default();
+                let low = min.is_some_and(|m| rows < m);
+                let high = max.is_some_and(|m| rows > m);
+                let bounds = match (min, max) {
+                    (Some(a), Some(b)) => format!("{a}..{b}"),
+                    (Some(a), None) => format!("at least {a}"),
+                    (None, Some(b)) => format!("at most {b}"),
+                    (None, None) => "any".into(),
+                };
+                (
+                    u64::from(low || high),
+                    format!("{rows} rows, expected {bounds}"),
+                    Vec::new(),
+                )
+            }
+            (
+                Check::Freshness {
+                    column,
+                    within_micros,
+                },
+                None,
+            ) => {
+                let newest = scalar(
+                    &session,
+                    &format!(
+                        "SELECT CAST(max({0}) AS BIGINT) FROM {1}",
+                        quote(column),
+                        table_ref(&e.table)
+                    ),
+                )
+                .await
+                .map_err(|x| failed(x.to_string()))?;
+                let newest_micros = newest.as_deref().and_then(|v| v.parse::<i64>().ok());
+                let stale = newest_micros.is_none_or(|n| started_micros - n > *within_micros);
+                let age = newest_micros.map(|n| (started_micros - n) / 3_600_000_000);
+                (
+                    u64::from(stale),
+                    match age {
+                        Some(h) if h >= 48 => {
+                            format!("newest {column} is {} days before the run", h / 24)
+                        }
+                        Some(h) => format!("newest {column} is {h}h before the run"),
+                        None => format!("no {column} value at all"),
+                    },
+                    Vec::new(),
+                )
+            }
+            _ => unreachable!("every check has a SQL form or a whole-table form"),
+        };
+        results.push(QualityResult {
+            name: e.name.clone(),
+            table: e.table.to_string(),
+            check: e.check.kind().into(),
+            action: e.action.name().into(),
+            passed: violations == 0,
+            violations,
+            detail,
+            sample,
+        });
+    }
+    Ok(results)
+}
+
+/// The first column of the first row of `sql`, as a string.
+async fn scalar(
+    session: &datafusion::prelude::SessionContext,
+    sql: &str,
+) -> std::result::Result<Option<String>, Error> {
+    let df = session.sql(sql).await?;
+    let schema = df.schema().as_arrow().clone();
+    let batches = df.collect().await?;
+    let rows = batches_to_rows(&schema, &batches)?;
+    Ok(rows
+        .rows
+        .into_iter()
+        .next()
+        .and_then(|r| r.into_iter().next().flatten()))
+}
+
+/// The error for the first failed `fail` expectation, if any.
+pub fn first_failure(results: &[QualityResult]) -> Option<Error> {
+    results
+        .iter()
+        .find(|r| !r.passed && r.action == ExpectAction::Fail.name())
+        .map(|r| Error::Quality {
+            table: r.table.clone(),
+            name: r.name.clone(),
+            detail: r.detail.clone(),
+            sample: r.sample.clone(),
+        })
+}

@@ -1,0 +1,125 @@
+//! Expectations (`[[expect]]` in a spec): data quality checks run on a run's staged tables
+//! before anything is published.
+
+use super::{Origin, TableName};
+
+/// What an expectation checks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Check {
+    /// No NULL in the column.
+    NotNull { column: String },
+    /// No two rows share the values of these columns (NULLs never collide).
+    Unique { columns: Vec<String> },
+    /// Every non-NULL value is one of `values` (SQL literals).
+    AcceptedValues { column: String, values: Vec<String> },
+    /// Every non-NULL value lies within `min..=max` (SQL literals; either may be open).
+    Range {
+        column: String,
+        min: Option<String>,
+        max: Option<String>,
+    },
+    /// Every non-NULL value matches the regular expression.
+    Regex { column: String, pattern: String },
+    /// Every non-NULL value exists in `to_column` of `to_table`.
+    Relationships {
+        column: String,
+        to_table: TableName,
+        to_column: String,
+    },
+    /// The table holds between `min` and `max` rows.
+    RowCount { min: Option<u64>, max: Option<u64> },
+    /// The newest value of the timestamp column is at most `within_micros` before the run.
+    Freshness { column: String, within_micros: i64 },
+    /// A SELECT returning the violating rows.
+    Sql { sql: String },
+}
+
+impl Check {
+    /// The spec word for this check.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Check::NotNull { .. } => "not_null",
+            Check::Unique { .. } => "unique",
+            Check::AcceptedValues { .. } => "accepted_values",
+            Check::Range { .. } => "range",
+            Check::Regex { .. } => "regex",
+            Check::Relationships { .. } => "relationships",
+            Check::RowCount { .. } => "row_count",
+            Check::Freshness { .. } => "freshness",
+            Check::Sql { .. } => "sql",
+        }
+    }
+
+    /// A default name: `not_null(order_id)`, `unique(order_id, line)`, `row_count`.
+    pub fn default_name(&self) -> String {
+        let kind = self.kind();
+        match self {
+            Check::NotNull { column }
+            | Check::AcceptedValues { column, .. }
+            | Check::Range { column, .. }
+            | Check::Regex { column, .. }
+            | Check::Relationships { column, .. }
+            | Check::Freshness { column, .. } => format!("{kind}({column})"),
+            Check::Unique { columns } => format!("{kind}({})", columns.join(", ")),
+            Check::RowCount { .. } | Check::Sql { .. } => kind.to_string(),
+        }
+    }
+}
+
+/// What a failed expectation does to the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpectAction {
+    /// The run publishes nothing and names the check, the count and a sample.
+    Fail,
+    /// The run publishes; the result is reported and recorded.
+    Warn,
+}
+
+impl ExpectAction {
+    pub fn name(self) -> &'static str {
+        match self {
+            ExpectAction::Fail => "fail",
+            ExpectAction::Warn => "warn",
+        }
+    }
+}
+
+/// One `[[expect]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expectation {
+    pub name: String,
+    pub table: TableName,
+    pub check: Check,
+    pub action: ExpectAction,
+    /// Where it is declared.
+    pub origin: Origin,
+}
+
+/// Parses a duration such as `90m`, `36h`, `2d` (or `45s`) into microseconds.
+pub fn parse_duration_micros(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let unit = text.chars().last()?;
+    let number: i64 = text[..text.len() - unit.len_utf8()].trim().parse().ok()?;
+    let seconds = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        _ => return None,
+    };
+    number.checked_mul(seconds)?.checked_mul(1_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_micros("90m"), Some(90 * 60 * 1_000_000));
+        assert_eq!(parse_duration_micros("2d"), Some(2 * 86_400 * 1_000_000));
+        assert_eq!(parse_duration_micros("36 h"), Some(36 * 3600 * 1_000_000));
+        assert_eq!(parse_duration_micros("3w"), None);
+        assert_eq!(parse_duration_micros("h"), None);
+    }
+}

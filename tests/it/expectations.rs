@@ -1,0 +1,205 @@
+//! Expectations (`[[expect]]`): evaluated on the staged tables before publish. `fail` stops
+//! the run with the check, the count and a sample, publishing nothing; `warn` publishes and
+//! reports. Expected counts are worked out by hand from the four rows below.
+
+use crate::common::Project;
+
+/// Four items: id 2 twice, a NULL code, a code outside A/B (`Z`), a negative price, one price
+/// above 25, and timestamps in January 2026 (months before any test run).
+const ITEMS: &str = "id,code,price,ts\n\
+                     1,A,10.00,2026-01-01 10:00:00\n\
+                     2,B,20.00,2026-01-02 10:00:00\n\
+                     2,Z,-5.00,2026-01-03 10:00:00\n\
+                     4,,30.00,2026-01-04 10:00:00\n";
+
+fn project(expectations: &str) -> Project {
+    let p = Project::empty();
+    p.write(
+        "pipelines/shop.toml",
+        &format!(
+            "[pipeline]\nname = \"shop\"\n\n\
+             [[ingest]]\ntable = \"bronze.items\"\nformat = \"csv\"\npath = \"data/items.csv\"\n\
+             schema = {{ id = \"long\", code = \"string\", price = \"decimal(10,2)\", ts = \"timestamp\" }}\n\n\
+             [[ingest]]\ntable = \"bronze.codes\"\nformat = \"csv\"\npath = \"data/codes.csv\"\n\
+             schema = {{ code = \"string\" }}\n\n\
+             [[transform]]\ntable = \"silver.items\"\nsql = \"sql/items.sql\"\n\n{expectations}"
+        ),
+    );
+    p.write(
+        "sql/items.sql",
+        "SELECT id, code, price, ts FROM bronze.items\n",
+    );
+    p.write("data/items.csv", ITEMS);
+    p.write("data/codes.csv", "code\nA\nB\n");
+    p
+}
+
+const ALL_CHECKS: &str = r#"
+[[expect]]
+table = "silver.items"
+check = "not_null"
+column = "code"
+action = "warn"
+
+[[expect]]
+table = "silver.items"
+check = "unique"
+columns = ["id"]
+action = "warn"
+
+[[expect]]
+table = "silver.items"
+check = "accepted_values"
+column = "code"
+values = ["A", "B"]
+action = "warn"
+
+[[expect]]
+table = "silver.items"
+check = "range"
+column = "price"
+min = 0
+action = "warn"
+
+[[expect]]
+table = "silver.items"
+check = "regex"
+column = "code"
+pattern = "^[A-M]$"
+action = "warn"
+
+[[expect]]
+table = "silver.items"
+check = "relationships"
+column = "code"
+to = "bronze.codes.code"
+action = "warn"
+
+[[expect]]
+table = "silver.items"
+check = "row_count"
+min = 5
+action = "warn"
+
+[[expect]]
+table = "silver.items"
+check = "freshness"
+column = "ts"
+within = "36h"
+action = "warn"
+
+[[expect]]
+table = "silver.items"
+name = "no_expensive_items"
+check = "sql"
+sql = "SELECT * FROM silver.items WHERE price > 25"
+action = "warn"
+
+[[expect]]
+table = "bronze.codes"
+check = "unique"
+column = "code"
+"#;
+
+#[test]
+fn warn_expectations_publish_and_report_exact_counts() {
+    let p = project(ALL_CHECKS);
+    let report = p.json(&["run", "shop"]);
+    let results: Vec<(String, u64, bool)> = report["quality"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["violations"].as_u64().unwrap(),
+                r["passed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("not_null(code)", 1, false),
+        ("unique(id)", 2, false),
+        ("accepted_values(code)", 1, false),
+        ("range(price)", 1, false),
+        ("regex(code)", 1, false),
+        ("relationships(code)", 1, false),
+        ("row_count", 1, false),
+        ("freshness(ts)", 1, false),
+        ("no_expensive_items", 1, false),
+        ("unique(code)", 0, true),
+    ];
+    let expected: Vec<(String, u64, bool)> = expected
+        .iter()
+        .map(|(n, v, ok)| (n.to_string(), *v, *ok))
+        .collect();
+    assert_eq!(results, expected);
+    let row_count = &report["quality"][6];
+    assert_eq!(row_count["detail"], "4 rows, expected at least 5");
+    let unique = &report["quality"][1];
+    assert!(
+        unique["sample"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s.as_str().unwrap().starts_with("id=2, ")),
+        "{unique}"
+    );
+    // Published, and recorded with the run.
+    assert_eq!(
+        p.query("SELECT count(*) FROM silver.items")[0][0].as_deref(),
+        Some("4")
+    );
+    let runs = p.json(&["runs"]);
+    assert_eq!(runs[0]["quality"], report["quality"]);
+}
+
+#[test]
+fn a_failing_expectation_publishes_nothing_and_shows_the_check_count_and_sample() {
+    let p = project("");
+    p.json(&["run", "shop"]);
+    let before = p.current_snapshot("silver.items");
+    // A new file, and a check that its rows break.
+    p.write(
+        "pipelines/shop.toml",
+        &format!(
+            "{}\n[[expect]]\ntable = \"silver.items\"\ncheck = \"unique\"\ncolumn = \"id\"\n",
+            std::fs::read_to_string(p.path().join("pipelines/shop.toml")).unwrap()
+        ),
+    );
+    p.write(
+        "data/items.csv",
+        &format!("{ITEMS}5,A,1.00,2026-01-05 10:00:00\n"),
+    );
+    let (code, message) = p.fails(&["run", "shop", "--reload-changed"]);
+    assert_eq!(code, 1, "{message}");
+    assert!(
+        message.starts_with(
+            "error: expectation `unique(id)` on silver.items failed: 2 violating rows; nothing of this run was published"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("\n  sample:\n    id=2, "), "{message}");
+    assert!(message.contains("id=2, code=B, price=20.00"), "{message}");
+    assert!(message.contains("id=2, code=Z, price=-5.00"), "{message}");
+    assert_eq!(p.current_snapshot("silver.items"), before);
+    assert_eq!(p.json(&["runs"]).as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn expectation_spec_errors_name_the_line() {
+    let p = project("[[expect]]\ntable = \"silver.items\"\ncheck = \"nonsense\"\n");
+    let (code, message) = p.fails(&["validate", "shop"]);
+    assert_eq!(code, 2);
+    assert!(message.contains("pipelines/shop.toml:"), "{message}");
+    assert!(message.contains("unknown check `nonsense`"), "{message}");
+    let p = project("[[expect]]\ntable = \"gold.nowhere\"\ncheck = \"row_count\"\nmin = 1\n");
+    let (_, message) = p.fails(&["validate", "shop"]);
+    assert!(
+        message.contains("expectation on `gold.nowhere`, which this pipeline does not write"),
+        "{message}"
+    );
+    let p = project("[[expect]]\ntable = \"silver.items\"\ncheck = \"freshness\"\ncolumn = \"ts\"\nwithin = \"soon\"\n");
+    let (_, message) = p.fails(&["validate", "shop"]);
+    assert!(message.contains("`soon` is not a duration"), "{message}");
+}
