@@ -337,17 +337,6 @@ async fn write_next(
     Ok(location.to_string())
 }
 
-/// `metadata` with `main` removed: the table reads as empty (how a remote catalog "drops" a
-/// table a rolled-back run created; its history stays).
-pub(super) fn emptied(metadata: &TableMetadata, base_location: &str) -> Result<TableMetadata> {
-    Ok(metadata
-        .clone()
-        .into_builder(Some(base_location.to_string()))
-        .remove_ref(MAIN_BRANCH)
-        .build()?
-        .metadata)
-}
-
 /// The publisher of remote catalogs without multi-table commits.
 pub struct JournaledPublisher {
     pub remote: Arc<RemoteCatalog>,
@@ -368,21 +357,11 @@ impl Publisher for JournaledPublisher {
         let mut entries = Vec::with_capacity(publication.changes.len());
         let mut news = Vec::with_capacity(publication.changes.len());
         for change in &publication.changes {
-            let Some(base_location) = &change.expected_location else {
-                return Err(Error::table_msg(
-                    &change.table,
-                    "internal: a remote catalog's table must exist before its first publish",
-                ));
-            };
-            let base = remote.read_metadata(base_location).await?;
-            let new = match &change.metadata {
-                Some(m) => m.clone(),
-                None => emptied(&base, base_location)?,
-            };
-            let file = write_next(&remote.file_io, base_location, &new).await?;
+            let (base_location, base, new) = remote.versions_of(change).await?;
+            let file = write_next(&remote.file_io, &base_location, &new).await?;
             entries.push(IntentEntry {
                 table: change.table.to_string(),
-                from_location: base_location.clone(),
+                from_location: base_location,
                 from_snapshot: base.current_snapshot_id(),
                 to_snapshot: new.current_snapshot_id(),
                 metadata_file: file,
@@ -519,12 +498,9 @@ async fn outcome_of(
         return Ok(PublishOutcome::Conflicts(vec![index]));
     }
     tracing::info!(run = %intent.id, "another command completed this publish");
-    let mut locations = Vec::new();
-    for change in &publication.changes {
-        let now = remote.current(&change.table).await?;
-        locations.push(now.map(|c| c.location).unwrap_or_default());
-    }
-    Ok(PublishOutcome::Published(locations))
+    Ok(PublishOutcome::Published(
+        remote.locations(&publication.changes).await?,
+    ))
 }
 
 /// Clears `intent` (if it is still the pending one) and, when `completed`, appends its record.
@@ -719,10 +695,9 @@ pub async fn run_records(remote: &RemoteCatalog) -> Result<Vec<RunRecord>> {
     if table.metadata().current_snapshot().is_none() {
         return Ok(Vec::new());
     }
-    let stream = table.scan().select(["record"]).build()?.to_arrow().await?;
-    let batches: Vec<RecordBatch> = stream.try_collect().await?;
+    let mut stream = table.scan().select(["record"]).build()?.to_arrow().await?;
     let mut out = Vec::new();
-    for batch in batches {
+    while let Some(batch) = stream.try_next().await? {
         let column = batch
             .column(0)
             .as_any()

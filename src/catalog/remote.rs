@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use iceberg::io::FileIO;
-use iceberg::spec::TableMetadata;
+use iceberg::spec::{TableMetadata, MAIN_BRANCH};
 use iceberg::Catalog;
 
+use super::publish::TableChange;
 use crate::error::{Error, Result};
 use crate::spec::TableName;
 
@@ -91,4 +92,45 @@ impl RemoteCatalog {
     pub async fn read_metadata(&self, location: &str) -> Result<TableMetadata> {
         Ok(TableMetadata::read_from(&self.file_io, location).await?)
     }
+
+    /// A change's base (its metadata location and metadata) and the metadata it moves the
+    /// table to. A change without metadata (the embedded catalog's drop) empties the table.
+    pub async fn versions_of(
+        &self,
+        change: &TableChange,
+    ) -> Result<(String, TableMetadata, TableMetadata)> {
+        let Some(base_location) = &change.expected_location else {
+            return Err(Error::table_msg(
+                &change.table,
+                "internal: a remote catalog's table must exist before its first publish",
+            ));
+        };
+        let base = self.read_metadata(base_location).await?;
+        let new = match &change.metadata {
+            Some(m) => m.clone(),
+            None => emptied(&base, base_location)?,
+        };
+        Ok((base_location.clone(), base, new))
+    }
+
+    /// The current metadata location of each changed table, in order.
+    pub async fn locations(&self, changes: &[TableChange]) -> Result<Vec<String>> {
+        let mut locations = Vec::with_capacity(changes.len());
+        for change in changes {
+            let now = self.current(&change.table).await?;
+            locations.push(now.map(|c| c.location).unwrap_or_default());
+        }
+        Ok(locations)
+    }
+}
+
+/// `metadata` with `main` removed: the table reads as empty (how a remote catalog "drops" a
+/// table a rolled-back run created; its history stays).
+fn emptied(metadata: &TableMetadata, base_location: &str) -> Result<TableMetadata> {
+    Ok(metadata
+        .clone()
+        .into_builder(Some(base_location.to_string()))
+        .remove_ref(MAIN_BRANCH)
+        .build()?
+        .metadata)
 }

@@ -87,13 +87,13 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
             token = Some(oauth_token(&http, config, credential).await.map_err(fail)?);
         }
     }
-    let api = Arc::new(RestApi {
+    let mut api = RestApi {
         http,
         uri: config.uri.clone(),
         token,
         headers: config.headers.clone(),
         prefix: String::new(),
-    });
+    };
     let server = api
         .get(&with_warehouse("/v1/config", config))
         .await
@@ -117,10 +117,8 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
     let transactions = server["endpoints"]
         .as_array()
         .is_some_and(|e| e.iter().any(|v| v.as_str() == Some(TRANSACTIONS_ENDPOINT)));
-    let api = Arc::new(RestApi {
-        prefix,
-        ..Arc::try_unwrap(api).unwrap_or_else(|a| a.as_ref().clone())
-    });
+    api.prefix = prefix;
+    let api = Arc::new(api);
     tracing::debug!(uri = %config.uri, transactions, "connected to REST catalog");
 
     let file_io = iceberg::io::FileIOBuilder::new(factory)
@@ -214,7 +212,6 @@ async fn oauth_token(
 }
 
 /// Raw REST requests this engine sends itself.
-#[derive(Clone)]
 struct RestApi {
     http: reqwest::Client,
     uri: String,
@@ -375,17 +372,7 @@ impl Publisher for TransactionPublisher {
         let mut bases = Vec::with_capacity(publication.changes.len());
         let mut changes = Vec::with_capacity(publication.changes.len() + 1);
         for change in &publication.changes {
-            let Some(base_location) = &change.expected_location else {
-                return Err(Error::table_msg(
-                    &change.table,
-                    "internal: a remote catalog's table must exist before its first publish",
-                ));
-            };
-            let base = remote.read_metadata(base_location).await?;
-            let new = match &change.metadata {
-                Some(m) => m.clone(),
-                None => journal::emptied(&base, base_location)?,
-            };
+            let (_, base, new) = remote.versions_of(change).await?;
             changes.push(commit_request(&change.table, &base, &new)?);
             bases.push(base);
         }
@@ -406,12 +393,9 @@ impl Publisher for TransactionPublisher {
                 .await
             {
                 Ok(_) => {
-                    let mut locations = Vec::new();
-                    for change in &publication.changes {
-                        let now = remote.current(&change.table).await?;
-                        locations.push(now.map(|c| c.location).unwrap_or_default());
-                    }
-                    return Ok(PublishOutcome::Published(locations));
+                    return Ok(PublishOutcome::Published(
+                        remote.locations(&publication.changes).await?,
+                    ));
                 }
                 Err(r) if r.status == StatusCode::CONFLICT => {
                     tracing::info!(
