@@ -80,6 +80,10 @@ pub enum Error {
         sample: Vec<String>,
     },
 
+    /// `pipeline plan --fail-on-breaking` found breaking changes.
+    #[error("{count} breaking change(s) and --fail-on-breaking: see the plan above")]
+    Breaking { count: usize },
+
     /// A reader's writer went away (it failed; its own error is the one to report).
     #[error("the table writer stopped")]
     WriterStopped,
@@ -157,6 +161,7 @@ impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Spec { .. } | Error::Pipeline { .. } | Error::Sql { .. } | Error::Usage(_) => 2,
+            Error::Breaking { .. } => 3,
             _ => 1,
         }
     }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use pipeline::catalog::PipelineCatalog;
+use pipeline::lineage::{ColumnRef, LineageFormat};
 use pipeline::output::{batches_to_rows, render_table};
 use pipeline::receipt::Invocation;
 use pipeline::run::{
@@ -28,6 +29,9 @@ use pipeline::{inspect, Error, Result};
 ///   pipeline backfill retail --from 2026-02-01 --to 2026-02-28 --plan
 ///                                       what recomputing February would touch
 ///   pipeline validate retail            check spec and SQL without running
+///   pipeline plan retail                schema changes the SQL would make, and who they break
+///   pipeline lineage gold.fact_orders.customer_name
+///                                       where a column comes from, down to the source files
 ///   pipeline run retail --catalog prod  the same spec on its [catalogs.prod] (S3 Tables, REST)
 ///   pipeline tables                     list tables
 ///   pipeline describe gold.customer_metrics
@@ -134,6 +138,24 @@ enum Command {
     },
     /// Check a pipeline (spec, SQL, dependencies, referenced tables) without running anything.
     Validate { pipeline: String },
+    /// Show what the spec and SQL on disk would change in the live tables' schemas, and what
+    /// each breaking change would break, before anything runs.
+    ///
+    /// Every transform is planned against the schemas the next run would produce and
+    /// compared with its live table: columns added or widened are safe; dropped, renamed or
+    /// retyped columns are BREAKING, listed with every transform SQL file:line that uses them
+    /// today, the columns computed from them, and each declared [[reader]] (with its owner).
+    /// Nothing is run or written.
+    ///
+    /// Example (in CI, before merging a SQL change):
+    ///   pipeline plan retail --fail-on-breaking
+    #[command(verbatim_doc_comment)]
+    Plan {
+        pipeline: String,
+        /// Exit with status 3 when any change is breaking (or a transform would fail).
+        #[arg(long)]
+        fail_on_breaking: bool,
+    },
     /// List the tables in the catalog.
     Tables {
         /// Use this pipeline's catalog (default: the only pipeline's, else the embedded default).
@@ -197,6 +219,25 @@ enum Command {
         /// Delete the files listed.
         #[arg(long)]
         delete: bool,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// Show where a table's columns come from: the upstream tree of each column through every
+    /// transform's SELECT down to bronze and the source files' fields.
+    ///
+    /// Lineage is read from the SQL planned against the tables' schemas; nothing runs.
+    /// Examples:
+    ///   pipeline lineage gold.fact_orders.customer_name
+    ///   pipeline lineage gold.monthly_revenue --format mermaid
+    ///   pipeline lineage silver.orders.amount --format dot | dot -Tsvg > amount.svg
+    #[command(verbatim_doc_comment)]
+    Lineage {
+        /// namespace.table or namespace.table.column
+        target: String,
+        /// text (a tree), dot (Graphviz), mermaid, or json (also with --json).
+        #[arg(long, default_value = "text", value_parser = ["text", "dot", "mermaid", "json"])]
+        format: String,
+        /// The pipeline to read (default: the one that writes the table).
         #[arg(long)]
         pipeline: Option<String>,
     },
@@ -290,6 +331,60 @@ async fn main_inner(cli: Cli) -> Result<()> {
             options.invocation = Invocation::current(reason.clone(), cli.catalog.clone());
             let report = run_pipeline(&spec, observer, options).await?;
             print_run(&report, cli.json)
+        }
+        Command::Lineage {
+            target,
+            format,
+            pipeline,
+        } => {
+            let (table, column) = lineage_target(target)?;
+            let name = match pipeline {
+                Some(p) => p.clone(),
+                None => producer_of(&project, &table)?,
+            };
+            let spec = load_spec(&project, &name, cli.catalog.as_deref())?;
+            let lineage = pipeline::lineage::for_pipeline(&spec).await?;
+            let columns = lineage
+                .tables
+                .get(&table)
+                .ok_or_else(|| Error::Usage(format!("pipeline {name} does not write {table}")))?;
+            let roots: Vec<ColumnRef> = match column {
+                Some(c) if columns.contains(&c) => vec![ColumnRef::new(&table, &c)],
+                Some(c) => {
+                    return Err(Error::Usage(format!(
+                        "{table} has no column `{c}`; its columns: {}",
+                        columns.join(", ")
+                    )))
+                }
+                None => columns.iter().map(|c| ColumnRef::new(&table, c)).collect(),
+            };
+            let format = if cli.json { "json" } else { format.as_str() };
+            let format = LineageFormat::parse(format).unwrap_or(LineageFormat::Text);
+            print!("{}", pipeline::lineage::render(&lineage, &roots, format));
+            if format == LineageFormat::Json {
+                println!();
+            }
+            Ok(())
+        }
+        Command::Plan {
+            pipeline,
+            fail_on_breaking,
+        } => {
+            let spec = load_spec(&project, pipeline, cli.catalog.as_deref())?;
+            let plan = pipeline::impact::plan_changes(&spec).await?;
+            if cli.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&plan).unwrap_or_default()
+                );
+            } else {
+                print!("{}", pipeline::impact::render_text(&plan));
+            }
+            let count = plan.breaking();
+            if *fail_on_breaking && count > 0 {
+                return Err(Error::Breaking { count });
+            }
+            Ok(())
         }
         Command::Validate { pipeline } => {
             let spec = load_spec(&project, pipeline, cli.catalog.as_deref())?;
@@ -687,6 +782,47 @@ fn print_record(run: &pipeline::catalog::RunRecord, json: bool) {
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
+}
+
+/// `ns.table` or `ns.table.column`.
+fn lineage_target(text: &str) -> Result<(TableName, Option<String>)> {
+    if let Some(table) = TableName::parse(text) {
+        return Ok((table, None));
+    }
+    ColumnRef::parse(text)
+        .map(|c| (c.table, Some(c.column)))
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "`{text}` is neither namespace.table nor namespace.table.column, e.g. gold.fact_orders.customer_name"
+            ))
+        })
+}
+
+/// The pipeline of this project that writes `table`.
+fn producer_of(project: &std::path::Path, table: &TableName) -> Result<String> {
+    let mut found = Vec::new();
+    for name in list_pipelines(project) {
+        let spec = load_pipeline(project, &name)?;
+        let writes = spec
+            .ingests
+            .iter()
+            .any(|j| j.table == *table || (j.table.quarantine() == *table))
+            || spec.transforms.iter().any(|j| j.table == *table);
+        if writes {
+            found.push(name);
+        }
+    }
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(Error::Usage(format!(
+            "no pipeline in {}/pipelines writes {table}",
+            project.display()
+        ))),
+        _ => Err(Error::Usage(format!(
+            "pipelines {} all write {table}; add --pipeline NAME",
+            found.join(", ")
+        ))),
+    }
 }
 
 fn table_arg(text: &str) -> Result<TableName> {

@@ -46,12 +46,14 @@ mod expire;
 mod produce;
 mod range;
 mod target;
+mod widen;
 
 pub use diff::{changed_files, file_times, FileTimes};
 pub use expire::expire_snapshots;
 pub use produce::{stage_snapshot, WriteMode};
 pub use range::{Grain, PartitionRange};
-pub use target::{prepare_target, schema_of, DesiredColumn, TableTarget};
+pub use target::{prepare_target, schema_of, DesiredColumn, Evolution, TableTarget};
+pub use widen::{type_change, TypeChange, WIDENINGS};
 
 use std::sync::Arc;
 

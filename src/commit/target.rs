@@ -2,7 +2,7 @@
 //! publish will create. A changed output schema or partition spec evolves the table (field ids
 //! are kept for unchanged columns) instead of recreating it, so time travel keeps working.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use iceberg::spec::{
     FormatVersion, NestedField, Schema, TableMetadata, TableMetadataBuilder, Type,
@@ -10,9 +10,11 @@ use iceberg::spec::{
 };
 use iceberg::TableCreation;
 
+use super::widen::{type_change, TypeChange, WIDENINGS};
 use crate::catalog::PipelineCatalog;
 use crate::error::{Error, Result};
-use crate::spec::{PartitionField, TableName};
+use crate::lineage::{recorded_on, renames, Recorded};
+use crate::spec::{Origin, PartitionField, TableName};
 
 /// One column a job produces.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +22,23 @@ pub struct DesiredColumn {
     pub name: String,
     pub ty: Type,
     pub required: bool,
+}
+
+/// How a job may change the columns of a table that exists.
+#[derive(Debug, Clone)]
+pub enum Evolution {
+    /// Appends (bronze and quarantine tables): a column's type may only widen (see
+    /// [`type_change`]); any other type change fails, since the rows already loaded must stay
+    /// readable. `declared_in` names the spec line for the message.
+    Append { declared_in: Option<Origin> },
+    /// Rewrites (transforms): a column whose derivation in `lineage` equals the one recorded on
+    /// the table's current snapshot under another name is renamed (it keeps its field id); an
+    /// incompatible type change replaces the column (the job rewrites the table).
+    Rewrite {
+        lineage: BTreeMap<String, Recorded>,
+        /// Input columns renamed in this run: `ns.table.old` -> `ns.table.new`.
+        upstream_renames: BTreeMap<String, String>,
+    },
 }
 
 /// The table state a job writes on top of.
@@ -32,19 +51,21 @@ pub struct TableTarget {
     pub reshaped: bool,
 }
 
-/// Loads `table` (or prepares its creation) with exactly `columns` and `partition_by`.
+/// Loads `table` (or prepares its creation) with exactly `columns` and `partition_by`,
+/// evolving an existing table's schema by field id as `evolution` allows.
 pub async fn prepare_target(
     catalog: &PipelineCatalog,
     table: &TableName,
     columns: &[DesiredColumn],
     partition_by: &[PartitionField],
     properties: HashMap<String, String>,
+    evolution: &Evolution,
 ) -> Result<TableTarget> {
     catalog.ensure_namespace(&table.namespace).await?;
     let existing = match catalog.load(table).await? {
         Some(existing) => existing,
         None => {
-            let schema = schema_with_ids(columns, |_| None, 0)?;
+            let schema = schema_with_ids(columns, &[], 0)?;
             let spec = partition_spec(table, &schema, partition_by)?;
             let creation = TableCreation::builder()
                 .name(table.name.clone())
@@ -85,16 +106,50 @@ pub async fn prepare_target(
     let schema = if same_schema {
         current_schema.as_ref().clone()
     } else {
-        let schema = schema_with_ids(
-            columns,
-            |c| {
-                current_schema
-                    .field_by_name(&c.name)
-                    .filter(|f| *f.field_type == c.ty)
-                    .map(|f| f.id)
-            },
-            current.last_column_id(),
-        )?;
+        let renamed = match evolution {
+            Evolution::Rewrite {
+                lineage,
+                upstream_renames,
+            } => renames(&recorded_on(&current), lineage, upstream_renames),
+            Evolution::Append { .. } => BTreeMap::new(),
+        };
+        let mut ids = Vec::with_capacity(columns.len());
+        for c in columns {
+            let old = current_schema.field_by_name(&c.name).or_else(|| {
+                renamed
+                    .get(&c.name)
+                    .and_then(|old| current_schema.field_by_name(old))
+            });
+            let id = match old {
+                None => None,
+                Some(f) => match type_change(&f.field_type, &c.ty) {
+                    TypeChange::Same | TypeChange::Widen => {
+                        if f.name != c.name {
+                            tracing::info!(table = %table, from = %f.name, to = %c.name, "column renamed (field id {} kept)", f.id);
+                        }
+                        Some(f.id)
+                    }
+                    TypeChange::Incompatible => match evolution {
+                        Evolution::Rewrite { .. } => None,
+                        Evolution::Append { declared_in } => {
+                            let at = declared_in
+                                .as_ref()
+                                .map(|o| format!(" ({}:{})", o.file.display(), o.line))
+                                .unwrap_or_default();
+                            return Err(Error::table_msg(
+                                table,
+                                format!(
+                                    "column `{}` is {} in the table but {} in the spec{at}: not a safe widening ({WIDENINGS}), so the rows already loaded could not be read as {}. Keep the column's type, or load the values into a new column or a new table",
+                                    c.name, f.field_type, c.ty, c.ty
+                                ),
+                            ));
+                        }
+                    },
+                },
+            };
+            ids.push(id);
+        }
+        let schema = schema_with_ids(columns, &ids, current.last_column_id())?;
         builder = builder.add_current_schema(schema.clone())?;
         schema
     };
@@ -128,19 +183,18 @@ pub async fn prepare_target(
 
 /// A schema with fresh field ids 1..n for `columns`.
 pub fn schema_of(columns: &[DesiredColumn]) -> Result<Schema> {
-    schema_with_ids(columns, |_| None, 0)
+    schema_with_ids(columns, &[], 0)
 }
 
-fn schema_with_ids(
-    columns: &[DesiredColumn],
-    existing_id: impl Fn(&DesiredColumn) -> Option<i32>,
-    last_id: i32,
-) -> Result<Schema> {
+/// A schema for `columns`, column `i` keeping id `ids[i]` where given, the others numbered
+/// after `last_id`.
+fn schema_with_ids(columns: &[DesiredColumn], ids: &[Option<i32>], last_id: i32) -> Result<Schema> {
     let mut next = last_id;
     let fields = columns
         .iter()
-        .map(|c| {
-            let id = existing_id(c).unwrap_or_else(|| {
+        .enumerate()
+        .map(|(i, c)| {
+            let id = ids.get(i).copied().flatten().unwrap_or_else(|| {
                 next += 1;
                 next
             });

@@ -5,10 +5,11 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
+use super::evolve::{header_names, undeclared_error};
 use super::sink::RecordSink;
 use super::values::{parse_text, Parsed};
 use crate::error::{Error, Result};
-use crate::spec::{ColumnType, IngestJob};
+use crate::spec::{ColumnType, IngestJob, SchemaEvolution};
 
 /// Reads one CSV file into the sink.
 pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<()> {
@@ -24,8 +25,8 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
 
     let mut record = csv::ByteRecord::new();
     let n = job.columns.len();
-    // Field index of each declared column.
-    let mut positions: Vec<usize> = (0..n).collect();
+    // Field index of each column (`None`: an added column this file does not have).
+    let mut positions: Vec<Option<usize>> = (0..n).map(Some).collect();
     let mut expected_fields = n;
     if job.csv.header {
         if !reader
@@ -34,22 +35,11 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
         {
             return Ok(()); // empty file: no header, no records
         }
-        let header: Vec<String> = record
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                let s = String::from_utf8_lossy(f);
-                let s = if i == 0 {
-                    s.trim_start_matches('\u{feff}')
-                } else {
-                    &s
-                };
-                s.trim().to_string()
-            })
-            .collect();
+        let header = header_names(&csv::StringRecord::from_byte_record_lossy(record.clone()));
         for (i, col) in job.columns.iter().enumerate() {
-            positions[i] = header.iter().position(|h| h == &col.name).ok_or_else(|| {
-                Error::Input {
+            positions[i] = header.iter().position(|h| h == &col.name);
+            if positions[i].is_none() && !col.added {
+                return Err(Error::Input {
                     path: path.to_path_buf(),
                     message: format!(
                         "line 1: the header has no column `{}` (declared in the schema of {}); header: {}",
@@ -57,20 +47,25 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
                         job.table,
                         header.join(",")
                     ),
-                }
-            })?;
+                });
+            }
         }
-        let extra: Vec<&String> = header
+        let extra: Vec<&str> = header
             .iter()
             .filter(|h| !job.columns.iter().any(|c| &c.name == *h))
+            .map(|h| h.as_str())
             .collect();
         if !extra.is_empty() {
-            tracing::warn!(
-                file = %path.display(),
-                "columns not in the schema of {} are not loaded: {}",
-                job.table,
-                extra.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            );
+            if job.schema_evolution == SchemaEvolution::Ignore {
+                tracing::warn!(
+                    file = %path.display(),
+                    "columns not in the schema of {} are not loaded (schema_evolution = \"ignore\"): {}",
+                    job.table,
+                    extra.join(", ")
+                );
+            } else {
+                return Err(undeclared_error(job, path, 1, &extra));
+            }
         }
         expected_fields = header.len();
     }
@@ -89,8 +84,10 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
             .unwrap_or((0, 0));
         match decode(job, &record, &positions, expected_fields, &mut values) {
             Ok(()) => sink.good(&values, line, |i| {
-                // Declared string columns were checked to be UTF-8 by `decode`.
-                std::str::from_utf8(&record[positions[i]]).unwrap_or_default()
+                // String columns were checked to be UTF-8 by `decode`.
+                positions[i]
+                    .and_then(|p| std::str::from_utf8(&record[p]).ok())
+                    .unwrap_or_default()
             })?,
             Err((reason, column)) => {
                 let end = reader.position().byte();
@@ -105,7 +102,7 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
 fn decode<'j>(
     job: &'j IngestJob,
     record: &csv::ByteRecord,
-    positions: &[usize],
+    positions: &[Option<usize>],
     expected_fields: usize,
     values: &mut [Parsed],
 ) -> Result<(), (String, Option<&'j str>)> {
@@ -116,7 +113,11 @@ fn decode<'j>(
         ));
     }
     for (i, col) in job.columns.iter().enumerate() {
-        let bytes = &record[positions[i]];
+        let Some(position) = positions[i] else {
+            values[i] = Parsed::Null;
+            continue;
+        };
+        let bytes = &record[position];
         let text = std::str::from_utf8(bytes).map_err(|_| {
             (
                 format!("column {}: invalid UTF-8", col.name),

@@ -8,10 +8,11 @@ use std::path::Path;
 
 use serde_json::value::RawValue;
 
+use super::evolve::undeclared_error;
 use super::sink::RecordSink;
 use super::values::{parse_date, parse_decimal, parse_integer, parse_timestamp, Parsed};
 use crate::error::{Error, Result};
-use crate::spec::{ColumnType, IngestJob};
+use crate::spec::{ColumnType, IngestJob, SchemaEvolution};
 
 /// Reads one JSON Lines file into the sink.
 pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<()> {
@@ -22,6 +23,7 @@ pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<
     let n = job.columns.len();
     let mut values = vec![Parsed::Null; n];
     let mut strings: Vec<String> = vec![String::new(); n];
+    let mut ignored = std::collections::BTreeSet::new();
     loop {
         buf.clear();
         let read = reader
@@ -46,19 +48,38 @@ pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<
             }
         };
         match decode(job, text, &mut values, &mut strings) {
-            Ok(()) => sink.good(&values, line_no, |i| strings[i].as_str())?,
+            Ok(unknown) if unknown.is_empty() => {
+                sink.good(&values, line_no, |i| strings[i].as_str())?
+            }
+            Ok(unknown) => {
+                if job.schema_evolution != SchemaEvolution::Ignore {
+                    let names: Vec<&str> = unknown.iter().map(String::as_str).collect();
+                    return Err(undeclared_error(job, path, line_no, &names));
+                }
+                ignored.extend(unknown);
+                sink.good(&values, line_no, |i| strings[i].as_str())?
+            }
             Err((reason, column)) => sink.bad(path, line_no, text, reason, column)?,
         }
+    }
+    if !ignored.is_empty() {
+        tracing::warn!(
+            file = %path.display(),
+            "keys not in the schema of {} are not loaded (schema_evolution = \"ignore\"): {}",
+            job.table,
+            ignored.into_iter().collect::<Vec<_>>().join(", ")
+        );
     }
     Ok(())
 }
 
+/// Decodes one JSON object into `values`; returns the keys the job has no column for.
 fn decode<'j>(
     job: &'j IngestJob,
     text: &str,
     values: &mut [Parsed],
     strings: &mut [String],
-) -> Result<(), (String, Option<&'j str>)> {
+) -> Result<Vec<String>, (String, Option<&'j str>)> {
     let object: HashMap<String, &RawValue> = serde_json::from_str(text).map_err(|e| {
         let what = if e.is_eof() {
             "truncated JSON".to_string()
@@ -79,13 +100,35 @@ fn decode<'j>(
             }
             Parsed::Null
         } else {
-            json_value(col.ty, raw, &mut strings[i]).map_err(fail)?
+            json_value(col.ty, raw, &mut strings[i], col.added).map_err(fail)?
         };
     }
-    Ok(())
+    // Each key matched at most one column: any key left over is one the job does not have.
+    let matched = job
+        .columns
+        .iter()
+        .filter(|c| object.contains_key(&c.name))
+        .count();
+    if object.len() > matched {
+        let mut unknown: Vec<String> = object
+            .keys()
+            .filter(|k| !job.columns.iter().any(|c| &c.name == *k))
+            .cloned()
+            .collect();
+        unknown.sort();
+        return Ok(unknown);
+    }
+    Ok(Vec::new())
 }
 
-fn json_value(ty: ColumnType, raw: &str, string_out: &mut String) -> Result<Parsed, String> {
+/// One JSON value as `ty`. `any_value`: a string column that takes non-string values as
+/// their JSON text (columns added by schema evolution).
+fn json_value(
+    ty: ColumnType,
+    raw: &str,
+    string_out: &mut String,
+    any_value: bool,
+) -> Result<Parsed, String> {
     let is_string = raw.starts_with('"');
     let as_string = |raw: &str| -> Result<String, String> {
         serde_json::from_str::<String>(raw).map_err(|e| format!("invalid JSON string: {e}"))
@@ -98,6 +141,11 @@ fn json_value(ty: ColumnType, raw: &str, string_out: &mut String) -> Result<Pars
         _ => "a number",
     };
     match ty {
+        ColumnType::String if any_value && !is_string => {
+            string_out.clear();
+            string_out.push_str(raw);
+            Ok(Parsed::Str)
+        }
         ColumnType::String => {
             if !is_string {
                 return Err(format!("expected a JSON string, found {} `{raw}`", kind()));

@@ -7,6 +7,7 @@
 
 mod batch;
 mod csv_source;
+pub mod evolve;
 mod json_source;
 pub mod ledger;
 mod reload;
@@ -26,11 +27,11 @@ pub use sink::FileStats;
 use self::batch::{BatchAssembler, QuarantineAssembler};
 use self::sink::{Message, RecordSink};
 use crate::commit::{
-    prepare_target, schema_of, stage_snapshot, DesiredColumn, StagedTable, WriteMode,
+    prepare_target, schema_of, stage_snapshot, DesiredColumn, Evolution, StagedTable, WriteMode,
 };
 use crate::context::JobContext;
 use crate::error::{Error, Result};
-use crate::spec::{display_path_in, BadRecordPolicy, Format, IngestJob};
+use crate::spec::{display_path_in, BadRecordPolicy, Format, IngestJob, SchemaEvolution};
 use crate::write::TableWriter;
 
 /// What one ingest job produced (staged, not yet published).
@@ -49,6 +50,8 @@ pub struct IngestOutcome {
     pub reloaded: usize,
     pub replaced_rows: u64,
     pub rewritten_rows: u64,
+    /// Columns this run added to the table (`schema_evolution = "add_columns"`).
+    pub added_columns: Vec<String>,
 }
 
 impl IngestOutcome {
@@ -125,6 +128,11 @@ pub fn bronze_columns(job: &IngestJob) -> Vec<DesiredColumn> {
     columns
 }
 
+/// Names of the lineage columns every bronze table ends with.
+pub fn lineage_column_names() -> [&'static str; 4] {
+    ["_source_file", "_source_line", "_ingested_at", "_run_id"]
+}
+
 fn lineage_columns() -> Vec<DesiredColumn> {
     let col = |name: &str, p: PrimitiveType| DesiredColumn {
         name: name.into(),
@@ -172,12 +180,19 @@ pub async fn run_ingest(
     let (files, unmatched) = discover_files(job, &ctx.project_dir)?;
     let catalog = &ctx.catalog;
     let props = ctx.snapshot_properties("ingest");
-    let target = prepare_target(
+    // Columns added by earlier runs stay in the table and are loaded where files have them.
+    let live = catalog.load(&job.table).await?;
+    let mut evolved = evolve::with_added_columns(job, live.as_ref().map(|t| t.metadata()));
+    let evolution = Evolution::Append {
+        declared_in: Some(job.origin.clone()),
+    };
+    let mut target = prepare_target(
         catalog,
         &job.table,
-        &bronze_columns(job),
+        &bronze_columns(&evolved),
         &job.partition_by,
         HashMap::new(),
+        &evolution,
     )
     .await?;
     // A pattern matching nothing is a mistake on a table's first load; later, loaded files
@@ -254,9 +269,37 @@ pub async fn run_ingest(
             reloaded: 0,
             replaced_rows: 0,
             rewritten_rows: 0,
+            added_columns: Vec::new(),
         });
     }
     let files = new_files;
+    // schema_evolution = "add_columns": new columns of the new files join the table first.
+    let mut added_columns = Vec::new();
+    if job.schema_evolution == SchemaEvolution::AddColumns {
+        let (scanned, found) = {
+            let (mut scanned, files) = (evolved.clone(), files.clone());
+            tokio::task::spawn_blocking(move || {
+                evolve::add_new_columns(&mut scanned, &files).map(|found| (scanned, found))
+            })
+            .await
+            .map_err(|e| Error::Usage(format!("scanning for new columns failed: {e}")))??
+        };
+        if !found.is_empty() {
+            tracing::info!(table = %job.table, columns = %found.join(", "), "adding columns found in the source files (schema_evolution = \"add_columns\")");
+            evolved = scanned;
+            target = prepare_target(
+                catalog,
+                &job.table,
+                &bronze_columns(&evolved),
+                &job.partition_by,
+                HashMap::new(),
+                &evolution,
+            )
+            .await?;
+            added_columns = found;
+        }
+    }
+    let job = &evolved;
     let mut props = props;
     props.insert(
         ledger::LEDGER_KEY.to_string(),
@@ -271,6 +314,7 @@ pub async fn run_ingest(
                 &quarantine_columns(),
                 &[],
                 HashMap::new(),
+                &Evolution::Append { declared_in: None },
             )
             .await?,
         ),
@@ -417,6 +461,7 @@ pub async fn run_ingest(
         reloaded: reloaded.len(),
         replaced_rows,
         rewritten_rows,
+        added_columns,
     })
 }
 

@@ -35,7 +35,8 @@ use crate::ingest::{run_ingest, FileStats};
 use crate::plan::JobId;
 use crate::spec::{Pipeline, TableName};
 use crate::transform::{
-    new_session, range_predicate, register_table, run_transform, CountedTable, TransformOutcome,
+    new_session, range_predicate, register_table, run_transform, CountedTable, InputFacts,
+    TransformOutcome,
 };
 
 /// What one job did.
@@ -308,13 +309,20 @@ pub async fn run_pipeline(
                             .or(o.current_snapshot)
                             .unwrap_or_default(),
                         already_loaded: o.already_loaded,
-                        action: match (new.is_some(), o.reloaded) {
-                            (false, _) => "nothing new".into(),
-                            (true, 0) => "append".into(),
-                            (true, n) => format!(
-                                "append; {n} changed file(s) reloaded, {} old rows replaced",
-                                o.replaced_rows
-                            ),
+                        action: {
+                            let action = match (new.is_some(), o.reloaded) {
+                                (false, _) => "nothing new".to_string(),
+                                (true, 0) => "append".into(),
+                                (true, n) => format!(
+                                    "append; {n} changed file(s) reloaded, {} old rows replaced",
+                                    o.replaced_rows
+                                ),
+                            };
+                            if o.added_columns.is_empty() {
+                                action
+                            } else {
+                                format!("{action}; columns added: {}", o.added_columns.join(", "))
+                            }
                         },
                         seconds,
                         sources: o.files.clone(),
@@ -570,8 +578,18 @@ impl TransformRun<'_> {
                 scope.describe(),
             ));
         }
-        let properties: HashMap<String, String> =
-            scope::scope_properties(job, &inputs).into_iter().collect();
+        let mut facts = InputFacts {
+            properties: scope::scope_properties(job, &inputs).into_iter().collect(),
+            ..InputFacts::default()
+        };
+        // Input columns this run renames (a staged input's snapshot against its parent).
+        for (name, table) in &inputs {
+            if self.staged.lock().expect("staged lock").contains_key(name) {
+                facts
+                    .renames
+                    .extend(crate::lineage::snapshot_renames(name, table.metadata()));
+            }
+        }
         loop {
             let range = match &scope {
                 Scope::Range(r) => Some(r),
@@ -604,7 +622,7 @@ impl TransformRun<'_> {
                 job,
                 self.parsed,
                 range,
-                properties.clone(),
+                &facts,
                 counter.clone(),
             )
             .await?;

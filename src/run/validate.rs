@@ -1,21 +1,22 @@
 //! Checks a pipeline without running it: spec, SQL, dependency graph, tables that must exist,
 //! and every transform planned against the schemas its inputs will have.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
-use datafusion::datasource::empty::EmptyTable;
 use iceberg::arrow::schema_to_arrow_schema;
 use iceberg::table::Table;
 
 use crate::catalog::PipelineCatalog;
 use crate::commit::schema_of;
 use crate::error::{Error, Result};
+use crate::ingest::evolve::with_added_columns;
 use crate::ingest::{bronze_columns, quarantine_columns};
+use crate::lineage::{query_lineage, QueryLineage};
 use crate::plan::{plan_pipeline, JobId, Plan};
-use crate::spec::{BadRecordPolicy, Pipeline, TableName};
-use crate::transform::{new_session, output_columns, plan_transform, register_table};
+use crate::spec::{BadRecordPolicy, IngestJob, Pipeline, TableName};
+use crate::transform::{output_columns, plan_transform, session_over};
 
 /// A pipeline that passed every check, with the catalog state it was checked against.
 pub struct Validated {
@@ -25,6 +26,10 @@ pub struct Validated {
     pub external: HashMap<TableName, Table>,
     /// Output schema of every table the pipeline produces.
     pub schemas: HashMap<TableName, SchemaRef>,
+    /// Column lineage of every transform, by the table it writes.
+    pub lineage: BTreeMap<TableName, QueryLineage>,
+    /// The ingest jobs with the columns schema evolution added to their tables.
+    pub ingests: Vec<IngestJob>,
 }
 
 /// Validates `pipeline` against its catalog. Nothing is written except the catalog's own
@@ -51,19 +56,25 @@ pub async fn validate(pipeline: &Pipeline) -> Result<Validated> {
         }
     }
     let mut schemas: HashMap<TableName, SchemaRef> = HashMap::new();
+    let mut lineage = BTreeMap::new();
     for (name, table) in &external {
         schemas.insert(
             name.clone(),
             Arc::new(schema_to_arrow_schema(table.metadata().current_schema())?),
         );
     }
+    let mut ingests = Vec::new();
     for job in &pipeline.ingests {
-        let schema = schema_to_arrow_schema(&schema_of(&bronze_columns(job))?)?;
+        // Columns added by schema evolution are part of the table.
+        let live = catalog.load(&job.table).await?;
+        let job = with_added_columns(job, live.as_ref().map(|t| t.metadata()));
+        let schema = schema_to_arrow_schema(&schema_of(&bronze_columns(&job))?)?;
         schemas.insert(job.table.clone(), Arc::new(schema));
         if job.on_bad_record == BadRecordPolicy::Quarantine {
             let q = schema_to_arrow_schema(&schema_of(&quarantine_columns())?)?;
             schemas.insert(job.table.quarantine(), Arc::new(q));
         }
+        ingests.push(job);
     }
     for job_id in &plan.order {
         let JobId::Transform(i) = *job_id else {
@@ -128,16 +139,13 @@ pub async fn validate(pipeline: &Pipeline) -> Result<Validated> {
                 }
             }
         }
-        let session = new_session();
-        for input in &parsed.inputs {
-            let schema = schemas
-                .get(input)
-                .cloned()
-                .ok_or_else(|| Error::Usage(format!("internal: no schema for {input}")))?;
-            register_table(&session, input, Arc::new(EmptyTable::new(schema)))?;
+        if let Some(missing) = parsed.inputs.iter().find(|i| !schemas.contains_key(*i)) {
+            return Err(Error::Usage(format!("internal: no schema for {missing}")));
         }
+        let session = session_over(&schemas, &parsed.inputs)?;
         let logical = plan_transform(&session, job, parsed).await?;
         let columns = output_columns(job, &logical)?;
+        lineage.insert(job.table.clone(), query_lineage(&logical));
         let schema = schema_to_arrow_schema(&schema_of(&columns)?)?;
         for p in &job.partition_by {
             if schema.field_with_name(&p.source).is_err() {
@@ -166,5 +174,7 @@ pub async fn validate(pipeline: &Pipeline) -> Result<Validated> {
         catalog,
         external,
         schemas,
+        lineage,
+        ingests,
     })
 }

@@ -55,6 +55,29 @@ impl ColumnType {
         Some(ColumnType::Decimal { precision, scale })
     }
 
+    /// The column type stored as `ty`, if a spec can declare it.
+    pub fn from_iceberg(ty: &Type) -> Option<ColumnType> {
+        let Type::Primitive(p) = ty else {
+            return None;
+        };
+        Some(match p {
+            PrimitiveType::Boolean => ColumnType::Boolean,
+            PrimitiveType::Int => ColumnType::Int,
+            PrimitiveType::Long => ColumnType::Long,
+            PrimitiveType::Float => ColumnType::Float,
+            PrimitiveType::Double => ColumnType::Double,
+            PrimitiveType::Decimal { precision, scale } => ColumnType::Decimal {
+                precision: u8::try_from(*precision).ok()?,
+                scale: i8::try_from(*scale).ok()?,
+            },
+            PrimitiveType::String => ColumnType::String,
+            PrimitiveType::Date => ColumnType::Date,
+            PrimitiveType::Timestamp => ColumnType::Timestamp,
+            PrimitiveType::Timestamptz => ColumnType::TimestampTz,
+            _ => return None,
+        })
+    }
+
     /// The Iceberg type this column is stored as.
     pub fn iceberg_type(self) -> Type {
         Type::Primitive(match self {

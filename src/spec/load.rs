@@ -20,6 +20,8 @@ struct RawSpec {
     #[serde(default)]
     expect: Vec<RawExpect>,
     #[serde(default)]
+    reader: Vec<RawReader>,
+    #[serde(default)]
     ingest: Vec<RawIngest>,
     #[serde(default)]
     transform: Vec<RawTransform>,
@@ -42,6 +44,16 @@ struct RawExpect {
     within: Option<Spanned<String>>,
     sql: Option<String>,
     action: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReader {
+    name: Spanned<String>,
+    owner: Option<String>,
+    kind: Option<String>,
+    sql: Option<String>,
+    columns: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -110,6 +122,7 @@ struct RawIngest {
     #[serde(default)]
     partition_by: Vec<Spanned<String>>,
     on_bad_record: Option<Spanned<String>>,
+    schema_evolution: Option<Spanned<String>>,
     delimiter: Option<Spanned<String>>,
     quote: Option<Spanned<String>>,
     header: Option<bool>,
@@ -241,6 +254,11 @@ pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
         }
     }
 
+    let mut readers = Vec::new();
+    for r in &raw.reader {
+        readers.push(reader(&at, r)?);
+    }
+
     let max_snapshots = match raw.retention.as_ref().and_then(|r| r.max_snapshots.as_ref()) {
         None => None,
         Some(n) if *n.get_ref() < 2 => {
@@ -261,6 +279,7 @@ pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
         catalog,
         catalogs,
         expectations,
+        readers,
         ingests,
         transforms,
     })
@@ -495,6 +514,7 @@ fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
             name: name.clone(),
             ty: ty_parsed,
             required,
+            added: false,
         });
     }
     if columns.is_empty() {
@@ -533,6 +553,28 @@ fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
             ))
         }
     };
+    let schema_evolution = match raw.schema_evolution.as_ref() {
+        None => SchemaEvolution::Fail,
+        Some(s) => match s.get_ref().as_str() {
+            "fail" => SchemaEvolution::Fail,
+            "add_columns" if !raw.header.unwrap_or(true) && format == Format::Csv => {
+                return Err(at.error(
+                    s.span(),
+                    "schema_evolution = \"add_columns\" needs CSV files with a header (header = false gives columns no names)".into(),
+                    None,
+                ))
+            }
+            "add_columns" => SchemaEvolution::AddColumns,
+            "ignore" => SchemaEvolution::Ignore,
+            other => {
+                return Err(at.error(
+                    s.span(),
+                    format!("unknown schema_evolution policy `{other}`"),
+                    Some("schema_evolution is \"fail\" (default: a column the schema does not declare stops the run), \"add_columns\" (add it to the table as a string column) or \"ignore\" (do not load it)".into()),
+                ))
+            }
+        },
+    };
     Ok(IngestJob {
         table,
         format,
@@ -540,6 +582,7 @@ fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
         columns,
         partition_by,
         on_bad_record,
+        schema_evolution,
         csv: CsvOptions {
             delimiter: single_byte(at, &raw.delimiter, b',', "delimiter")?,
             quote: single_byte(at, &raw.quote, b'"', "quote")?,
@@ -690,6 +733,42 @@ fn sql_literal(value: &toml::Value) -> Option<String> {
         toml::Value::Boolean(b) => b.to_string().to_uppercase(),
         toml::Value::Datetime(d) => format!("'{d}'"),
         _ => return None,
+    })
+}
+
+/// One `[[reader]]` table.
+fn reader(at: &Positions, raw: &RawReader) -> Result<Reader> {
+    let uses = match (&raw.sql, &raw.columns) {
+        (Some(sql), None) => ReaderUses::Sql(sql.clone()),
+        (None, Some(columns)) if !columns.is_empty() => {
+            for c in columns {
+                if crate::lineage::ColumnRef::parse(c.get_ref()).is_none() {
+                    return Err(at.error(
+                        c.span(),
+                        format!("`{}` is not namespace.table.column", c.get_ref()),
+                        Some("e.g. columns = [\"silver.customers.customer_tier\"]".into()),
+                    ));
+                }
+            }
+            ReaderUses::Columns(columns.iter().map(|c| c.get_ref().clone()).collect())
+        }
+        _ => {
+            return Err(at.error(
+                raw.name.span(),
+                format!(
+                    "reader `{}` needs either `sql` (the query it runs) or `columns` (the namespace.table.column it reads)",
+                    raw.name.get_ref()
+                ),
+                None,
+            ))
+        }
+    };
+    Ok(Reader {
+        name: raw.name.get_ref().clone(),
+        owner: raw.owner.clone(),
+        kind: raw.kind.clone(),
+        uses,
+        origin: at.origin(raw.name.span()),
     })
 }
 

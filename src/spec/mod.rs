@@ -7,6 +7,7 @@ mod column_type;
 mod expect;
 mod load;
 mod partition;
+mod reader;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ pub use column_type::{ColumnType, TYPE_NAMES};
 pub use expect::{parse_duration_micros, Check, ExpectAction, Expectation};
 pub use load::{display_path_in, list_pipelines, load_pipeline, load_pipeline_file};
 pub use partition::{is_identifier, PartitionField};
+pub use reader::{Reader, ReaderUses};
 
 /// A table name `namespace.table`, the unit of every job's output.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -81,6 +83,8 @@ pub struct Pipeline {
     pub catalogs: std::collections::BTreeMap<String, CatalogConfig>,
     /// `[[expect]]`: quality checks on the tables this pipeline writes.
     pub expectations: Vec<Expectation>,
+    /// `[[reader]]`: consumers outside the pipeline, for `pipeline plan`.
+    pub readers: Vec<Reader>,
     pub ingests: Vec<IngestJob>,
     pub transforms: Vec<TransformJob>,
     /// `[retention] max_snapshots`: each table the pipeline writes keeps about this many
@@ -130,13 +134,39 @@ pub enum BadRecordPolicy {
     Quarantine,
 }
 
-/// One declared column of an ingest job.
+/// What an ingest does with a column that source files have and its schema does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaEvolution {
+    /// Stop the run naming the file, line and column (the default: nothing is dropped
+    /// silently).
+    Fail,
+    /// Add the column to the bronze table (an Iceberg add-column, new field id, type string;
+    /// rows loaded before read NULL) and load it.
+    AddColumns,
+    /// Do not load it; the run logs a warning naming the columns.
+    Ignore,
+}
+
+impl SchemaEvolution {
+    pub fn name(self) -> &'static str {
+        match self {
+            SchemaEvolution::Fail => "fail",
+            SchemaEvolution::AddColumns => "add_columns",
+            SchemaEvolution::Ignore => "ignore",
+        }
+    }
+}
+
+/// One column of an ingest job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColumnSpec {
     pub name: String,
     pub ty: ColumnType,
     /// `not null` in the spec: a NULL makes the record bad.
     pub required: bool,
+    /// Added by `schema_evolution = "add_columns"` (not declared): files without it read
+    /// NULL, and as a string it takes any JSON value (non-strings as their JSON text).
+    pub added: bool,
 }
 
 /// CSV reading options.
@@ -158,6 +188,8 @@ pub struct IngestJob {
     pub columns: Vec<ColumnSpec>,
     pub partition_by: Vec<PartitionField>,
     pub on_bad_record: BadRecordPolicy,
+    /// Columns in source files that the schema does not declare.
+    pub schema_evolution: SchemaEvolution,
     pub csv: CsvOptions,
     /// Field values read as NULL (after no trimming). Default: the empty string.
     pub null_values: Vec<String>,

@@ -23,10 +23,11 @@ use futures::StreamExt;
 
 pub use range_filter::range_predicate;
 pub use row_count::CountedTable;
-pub use session::{new_session, register_table};
+pub use session::{new_session, register_table, session_over};
 
 use crate::commit::{
-    prepare_target, stage_snapshot, DesiredColumn, PartitionRange, StagedTable, WriteMode,
+    prepare_target, stage_snapshot, DesiredColumn, Evolution, PartitionRange, StagedTable,
+    WriteMode,
 };
 use crate::context::JobContext;
 use crate::error::{Error, Result};
@@ -158,6 +159,15 @@ pub fn output_columns(job: &TransformJob, plan: &LogicalPlan) -> Result<Vec<Desi
         .collect()
 }
 
+/// What a run knows about a transform's inputs.
+#[derive(Debug, Clone, Default)]
+pub struct InputFacts {
+    /// Snapshot summary properties recording the input snapshots read.
+    pub properties: HashMap<String, String>,
+    /// Input columns this run renames: `ns.table.old` -> `ns.table.new`.
+    pub renames: std::collections::BTreeMap<String, String>,
+}
+
 /// What one transform produced (staged, not yet published).
 pub enum TransformOutcome {
     Staged(Box<StagedTable>),
@@ -175,17 +185,22 @@ pub async fn run_transform(
     job: &TransformJob,
     parsed: &ParsedTransform,
     range: Option<&PartitionRange>,
-    properties: HashMap<String, String>,
+    inputs: &InputFacts,
     progress: Arc<AtomicU64>,
 ) -> Result<TransformOutcome> {
     let mut plan = plan_transform(session, job, parsed).await?;
     let columns = output_columns(job, &plan)?;
+    let lineage = crate::lineage::record(&crate::lineage::query_lineage(&plan));
     let target = prepare_target(
         &ctx.catalog,
         &job.table,
         &columns,
         &job.partition_by,
         HashMap::new(),
+        &Evolution::Rewrite {
+            lineage: lineage.clone(),
+            upstream_renames: inputs.renames.clone(),
+        },
     )
     .await?;
     let mode = match range {
@@ -225,7 +240,12 @@ pub async fn run_transform(
     }
     let files = writer.close().await?;
     let mut props = ctx.snapshot_properties("transform");
-    props.extend(properties);
+    props.extend(inputs.properties.clone());
+    props.insert(
+        crate::lineage::LINEAGE_KEY.to_string(),
+        serde_json::to_string(&lineage)
+            .map_err(|e| Error::Usage(format!("cannot encode column lineage: {e}")))?,
+    );
     let staged = stage_snapshot(target, files, ctx.catalog.file_io(), props, mode).await?;
     Ok(TransformOutcome::Staged(Box::new(staged)))
 }

@@ -72,3 +72,20 @@ pub fn register_table(
     )?;
     Ok(())
 }
+
+/// A session where each of `tables` is an empty table with its schema in `schemas`, for
+/// planning queries without reading data. A table without a schema there is left out (the
+/// query then fails to plan, naming it).
+pub fn session_over(
+    schemas: &std::collections::HashMap<TableName, arrow::datatypes::SchemaRef>,
+    tables: &[TableName],
+) -> Result<SessionContext> {
+    let session = new_session();
+    for table in tables {
+        if let Some(schema) = schemas.get(table) {
+            let empty = datafusion::datasource::empty::EmptyTable::new(schema.clone());
+            register_table(&session, table, Arc::new(empty))?;
+        }
+    }
+    Ok(session)
+}

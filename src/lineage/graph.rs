@@ -1,0 +1,161 @@
+//! The lineage of a whole pipeline: every column of every table it writes, with where it
+//! comes from (a transform's SELECT, a field of an ingest's source files, or the loader), and
+//! every table column each transform's SQL uses.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use super::plan::{Derivation, QueryLineage, Use};
+use super::ColumnRef;
+use crate::ingest::{bronze_columns, quarantine_columns};
+use crate::spec::{BadRecordPolicy, Format, IngestJob, Pipeline, TableName};
+
+/// Where a column's values come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnOrigin {
+    /// Computed by a transform's SELECT (`expr`, in `sql_file`).
+    Transform {
+        sql_file: PathBuf,
+        derivation: Derivation,
+        expr: String,
+    },
+    /// A field of an ingest job's source files (the CSV header name or JSON key).
+    SourceField {
+        format: &'static str,
+        paths: Vec<String>,
+        field: String,
+    },
+    /// Filled in by the loader: `_source_file`, `_ingested_at`, quarantine columns.
+    Loader { what: String },
+}
+
+/// Lineage of every column a pipeline writes.
+#[derive(Debug, Clone, Default)]
+pub struct PipelineLineage {
+    pub origins: BTreeMap<ColumnRef, ColumnOrigin>,
+    /// The columns of every table the pipeline writes, in table order.
+    pub tables: BTreeMap<TableName, Vec<String>>,
+    /// Per transform (by the table it writes): its SQL file and every table column it uses.
+    pub uses: BTreeMap<TableName, (PathBuf, BTreeSet<Use>)>,
+}
+
+impl PipelineLineage {
+    /// The columns `column` is computed from (empty for source fields and external tables).
+    pub fn upstream(&self, column: &ColumnRef) -> Vec<ColumnRef> {
+        match self.origins.get(column) {
+            Some(ColumnOrigin::Transform { derivation, .. }) => {
+                derivation.sources.iter().cloned().collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Columns computed from `column`, directly.
+    pub fn downstream(&self, column: &ColumnRef) -> Vec<ColumnRef> {
+        self.origins
+            .iter()
+            .filter(|(_, o)| {
+                matches!(o, ColumnOrigin::Transform { derivation, .. } if derivation.sources.contains(column))
+            })
+            .map(|(c, _)| c.clone())
+            .collect()
+    }
+
+    /// Every column computed from `column`, at any distance, nearest first.
+    pub fn all_downstream(&self, column: &ColumnRef) -> Vec<ColumnRef> {
+        let mut seen = BTreeSet::new();
+        let mut order = Vec::new();
+        let mut queue = std::collections::VecDeque::from([column.clone()]);
+        while let Some(c) = queue.pop_front() {
+            for d in self.downstream(&c) {
+                if seen.insert(d.clone()) {
+                    order.push(d.clone());
+                    queue.push_back(d);
+                }
+            }
+        }
+        order
+    }
+}
+
+/// Assembles the lineage of `pipeline` from each transform's query lineage (by the table it
+/// writes) and the columns of its ingest jobs `ingests` (with the columns schema evolution
+/// added).
+pub fn pipeline_lineage(
+    pipeline: &Pipeline,
+    ingests: &[IngestJob],
+    queries: &BTreeMap<TableName, QueryLineage>,
+) -> PipelineLineage {
+    let mut out = PipelineLineage::default();
+    for job in ingests {
+        let format = match job.format {
+            Format::Csv => "csv",
+            Format::Json => "json",
+        };
+        let declared: BTreeSet<&str> = job.columns.iter().map(|c| c.name.as_str()).collect();
+        let mut names = Vec::new();
+        for c in bronze_columns(job) {
+            let origin = if declared.contains(c.name.as_str()) {
+                ColumnOrigin::SourceField {
+                    format,
+                    paths: job.paths.clone(),
+                    field: c.name.clone(),
+                }
+            } else {
+                ColumnOrigin::Loader {
+                    what: loader_column(&c.name).to_string(),
+                }
+            };
+            out.origins
+                .insert(ColumnRef::new(&job.table, &c.name), origin);
+            names.push(c.name);
+        }
+        out.tables.insert(job.table.clone(), names);
+        if job.on_bad_record == BadRecordPolicy::Quarantine {
+            let q = job.table.quarantine();
+            let names: Vec<String> = quarantine_columns().into_iter().map(|c| c.name).collect();
+            for name in &names {
+                out.origins.insert(
+                    ColumnRef::new(&q, name),
+                    ColumnOrigin::Loader {
+                        what: format!("a record of {} that failed to load", job.table),
+                    },
+                );
+            }
+            out.tables.insert(q, names);
+        }
+    }
+    for job in &pipeline.transforms {
+        let Some(query) = queries.get(&job.table) else {
+            continue;
+        };
+        let mut names = Vec::new();
+        for (name, derivation, expr) in &query.outputs {
+            out.origins.insert(
+                ColumnRef::new(&job.table, name),
+                ColumnOrigin::Transform {
+                    sql_file: job.sql_file.clone(),
+                    derivation: derivation.clone(),
+                    expr: expr.clone(),
+                },
+            );
+            names.push(name.clone());
+        }
+        out.tables.insert(job.table.clone(), names);
+        out.uses.insert(
+            job.table.clone(),
+            (job.sql_file.clone(), query.uses.clone()),
+        );
+    }
+    out
+}
+
+fn loader_column(name: &str) -> &'static str {
+    match name {
+        "_source_file" => "the path of the source file the row was loaded from",
+        "_source_line" => "the line of the source file the row starts at",
+        "_ingested_at" => "the time of the run that loaded the row",
+        "_run_id" => "the id of the run that loaded the row",
+        _ => "the loader",
+    }
+}

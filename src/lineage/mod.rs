@@ -1,0 +1,257 @@
+//! Column-level lineage: which table columns (down to bronze and the source files' fields)
+//! every column a pipeline writes derives from, computed from DataFusion logical plans
+//! ([`plan`]), assembled for a whole pipeline ([`graph`]) and printed as a tree, DOT, Mermaid
+//! or JSON ([`render`]).
+//!
+//! Each transform snapshot also records its columns' lineage (`pipeline.lineage` in the
+//! snapshot summary), so a later run can tell a renamed column (same derivation, new name)
+//! from a dropped one plus an added one.
+
+pub mod graph;
+pub mod plan;
+pub mod render;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec::TableName;
+
+pub use graph::{pipeline_lineage, ColumnOrigin, PipelineLineage};
+pub use plan::{query_lineage, Derivation, QueryLineage, Use};
+pub use render::{render, LineageFormat};
+
+/// The lineage of every column `pipeline` writes, from its spec and SQL planned against the
+/// schemas its tables will have (nothing is run or written).
+pub async fn for_pipeline(pipeline: &crate::spec::Pipeline) -> crate::Result<PipelineLineage> {
+    let validated = crate::run::validate(pipeline).await?;
+    Ok(pipeline_lineage(
+        pipeline,
+        &validated.ingests,
+        &validated.lineage,
+    ))
+}
+
+/// Snapshot summary key of a transform snapshot's column lineage (JSON, see [`Recorded`]).
+pub const LINEAGE_KEY: &str = "pipeline.lineage";
+
+/// A column of a catalog table.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ColumnRef {
+    pub table: TableName,
+    pub column: String,
+}
+
+impl ColumnRef {
+    pub fn new(table: &TableName, column: &str) -> ColumnRef {
+        ColumnRef {
+            table: table.clone(),
+            column: column.to_string(),
+        }
+    }
+
+    /// Parses `namespace.table.column`.
+    pub fn parse(text: &str) -> Option<ColumnRef> {
+        let (table, column) = text.rsplit_once('.')?;
+        let table = TableName::parse(table)?;
+        (!column.is_empty()).then(|| ColumnRef::new(&table, column))
+    }
+}
+
+impl fmt::Display for ColumnRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.table, self.column)
+    }
+}
+
+/// How one output column was produced, as recorded on a transform snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recorded {
+    /// `namespace.table.column` of every source column.
+    pub sources: Vec<String>,
+    /// A source column passed through unchanged (possibly renamed or cast).
+    pub direct: bool,
+    /// The SELECT expression without its alias.
+    pub expr: String,
+}
+
+impl Recorded {
+    /// What identifies a column across a rename: a passed-through column by its source
+    /// column, a computed one by its sources and expression. `upstream` renames sources
+    /// (`ns.table.old` -> `ns.table.new`) renamed upstream in the same change.
+    pub fn signature(&self, upstream: &BTreeMap<String, String>) -> String {
+        let mut sources: Vec<&str> = self
+            .sources
+            .iter()
+            .map(|s| upstream.get(s).unwrap_or(s).as_str())
+            .collect();
+        sources.sort_unstable();
+        if self.direct && sources.len() == 1 {
+            format!("direct|{}", sources[0])
+        } else {
+            format!("{}|{}", sources.join(","), self.expr)
+        }
+    }
+}
+
+/// Columns of `table` renamed by its current snapshot (same field id, new name) against the
+/// snapshot before it: `ns.table.old` -> `ns.table.new`.
+pub fn snapshot_renames(
+    table: &TableName,
+    metadata: &iceberg::spec::TableMetadata,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Some(current) = metadata.current_snapshot() else {
+        return out;
+    };
+    let previous = current
+        .parent_snapshot_id()
+        .and_then(|id| metadata.snapshot_by_id(id))
+        .and_then(|s| s.schema_id())
+        .and_then(|id| metadata.schema_by_id(id));
+    let now = current
+        .schema_id()
+        .and_then(|id| metadata.schema_by_id(id))
+        .unwrap_or_else(|| metadata.current_schema());
+    let Some(previous) = previous else {
+        return out;
+    };
+    for field in now.as_struct().fields() {
+        if let Some(old) = previous.field_by_id(field.id) {
+            if old.name != field.name {
+                out.insert(
+                    format!("{table}.{}", old.name),
+                    format!("{table}.{}", field.name),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The recorded form of a query's lineage: output column -> how it is produced.
+pub fn record(lineage: &QueryLineage) -> BTreeMap<String, Recorded> {
+    lineage
+        .outputs
+        .iter()
+        .map(|(name, d, expr)| {
+            (
+                name.clone(),
+                Recorded {
+                    sources: d.sources.iter().map(|s| s.to_string()).collect(),
+                    direct: d.direct,
+                    expr: expr.clone(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// The lineage recorded on a table's current snapshot, if a transform wrote it.
+pub fn recorded_on(metadata: &iceberg::spec::TableMetadata) -> BTreeMap<String, Recorded> {
+    metadata
+        .current_snapshot()
+        .and_then(|s| {
+            s.summary()
+                .additional_properties
+                .get(LINEAGE_KEY)
+                .and_then(|text| serde_json::from_str(text).ok())
+        })
+        .unwrap_or_default()
+}
+
+/// Renames implied by a new lineage against the recorded one: `new name -> old name` for every
+/// new column whose derivation equals exactly one vanished old column's (and vice versa).
+pub fn renames(
+    old: &BTreeMap<String, Recorded>,
+    new: &BTreeMap<String, Recorded>,
+    upstream: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let vanished: Vec<(&String, String)> = old
+        .iter()
+        .filter(|(name, _)| !new.contains_key(*name))
+        .map(|(name, r)| (name, r.signature(upstream)))
+        .collect();
+    let appeared: Vec<(&String, String)> = new
+        .iter()
+        .filter(|(name, _)| !old.contains_key(*name))
+        .map(|(name, r)| (name, r.signature(&BTreeMap::new())))
+        .collect();
+    let mut out = BTreeMap::new();
+    for (new_name, sig) in &appeared {
+        let olds: Vec<&&String> = vanished
+            .iter()
+            .filter(|(_, s)| s == sig)
+            .map(|(n, _)| n)
+            .collect();
+        let news = appeared.iter().filter(|(_, s)| s == sig).count();
+        if olds.len() == 1 && news == 1 {
+            out.insert((*new_name).clone(), (**olds[0]).clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(sources: &[&str], expr: &str) -> Recorded {
+        Recorded {
+            sources: sources.iter().map(|s| s.to_string()).collect(),
+            direct: true,
+            expr: expr.into(),
+        }
+    }
+
+    #[test]
+    fn a_rename_keeps_the_derivation() {
+        let old = BTreeMap::from([
+            ("id".to_string(), rec(&["b.c.id"], "c.id")),
+            ("customer_tier".to_string(), rec(&["b.c.tier"], "c.tier")),
+            ("gone".to_string(), rec(&["b.c.x"], "c.x")),
+        ]);
+        let new = BTreeMap::from([
+            ("id".to_string(), rec(&["b.c.id"], "c.id")),
+            ("loyalty_tier".to_string(), rec(&["b.c.tier"], "c.tier")),
+            ("other".to_string(), rec(&["b.c.y"], "c.y")),
+        ]);
+        let r = renames(&old, &new, &BTreeMap::new());
+        assert_eq!(r.len(), 1);
+        assert_eq!(r["loyalty_tier"], "customer_tier");
+        // Downstream of a rename: the source itself was renamed.
+        let old = BTreeMap::from([(
+            "customer_tier".to_string(),
+            rec(&["s.c.customer_tier"], "c.customer_tier"),
+        )]);
+        let new = BTreeMap::from([(
+            "loyalty_tier".to_string(),
+            rec(&["s.c.loyalty_tier"], "c.loyalty_tier"),
+        )]);
+        assert!(renames(&old, &new, &BTreeMap::new()).is_empty());
+        let upstream = BTreeMap::from([(
+            "s.c.customer_tier".to_string(),
+            "s.c.loyalty_tier".to_string(),
+        )]);
+        assert_eq!(
+            renames(&old, &new, &upstream)["loyalty_tier"],
+            "customer_tier"
+        );
+    }
+
+    #[test]
+    fn ambiguous_derivations_are_not_renames() {
+        let old = BTreeMap::from([
+            ("a".to_string(), rec(&["b.c.tier"], "c.tier")),
+            ("b".to_string(), rec(&["b.c.tier"], "c.tier")),
+        ]);
+        let new = BTreeMap::from([("z".to_string(), rec(&["b.c.tier"], "c.tier"))]);
+        assert!(renames(&old, &new, &BTreeMap::new()).is_empty());
+        assert_eq!(
+            ColumnRef::parse("silver.customers.tier").map(|c| c.to_string()),
+            Some("silver.customers.tier".into())
+        );
+        assert!(ColumnRef::parse("customers.tier").is_none());
+    }
+}
