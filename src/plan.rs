@@ -58,11 +58,22 @@ impl Plan {
 
 /// Parses every transform and orders the jobs. A cycle is an error naming its tables.
 pub fn plan_pipeline(pipeline: &Pipeline) -> Result<Plan> {
-    let transforms = pipeline
+    let mut transforms = pipeline
         .transforms
         .iter()
         .map(parse_transform)
         .collect::<Result<Vec<_>>>()?;
+    // A `drop` expectation's lookup table is read like an input: it runs first, and a change
+    // to it recomputes the table.
+    for (parsed, job) in transforms.iter_mut().zip(&pipeline.transforms) {
+        for e in &job.drops {
+            if let crate::spec::Check::Relationships { to_table, .. } = &e.check {
+                if !parsed.inputs.contains(to_table) {
+                    parsed.inputs.push(to_table.clone());
+                }
+            }
+        }
+    }
     let mut producers = HashMap::new();
     for (i, job) in pipeline.ingests.iter().enumerate() {
         producers.insert(job.table.clone(), JobId::Ingest(i));
@@ -72,6 +83,9 @@ pub fn plan_pipeline(pipeline: &Pipeline) -> Result<Plan> {
     }
     for (i, job) in pipeline.transforms.iter().enumerate() {
         producers.insert(job.table.clone(), JobId::Transform(i));
+        if !job.drops.is_empty() {
+            producers.insert(job.table.quarantine(), JobId::Transform(i));
+        }
     }
     let mut plan = Plan {
         transforms,

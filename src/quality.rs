@@ -46,11 +46,55 @@ fn table_ref(table: &TableName) -> String {
     format!("{}.{}", quote(&table.namespace), quote(&table.name))
 }
 
+/// The condition a violating row meets, for checks that judge each row on its own (SQL over
+/// the table's unqualified columns; NULL counts as not violating). `None` for other checks.
+pub fn violation_predicate(check: &Check) -> Option<String> {
+    Some(match check {
+        Check::NotNull { column } => format!("{} IS NULL", quote(column)),
+        Check::AcceptedValues { column, values } => format!(
+            "{0} IS NOT NULL AND {0} NOT IN ({1})",
+            quote(column),
+            values.join(", ")
+        ),
+        Check::Range { column, min, max } => {
+            let mut outside = Vec::new();
+            if let Some(min) = min {
+                outside.push(format!("{} < {min}", quote(column)));
+            }
+            if let Some(max) = max {
+                outside.push(format!("{} > {max}", quote(column)));
+            }
+            format!("({})", outside.join(" OR "))
+        }
+        Check::Regex { column, pattern } => format!(
+            "{0} IS NOT NULL AND NOT ({0} ~ '{1}')",
+            quote(column),
+            pattern.replace('\'', "''")
+        ),
+        Check::Relationships {
+            column,
+            to_table,
+            to_column,
+        } => format!(
+            "{0} IS NOT NULL AND {0} NOT IN (SELECT {1} FROM {2} WHERE {1} IS NOT NULL)",
+            quote(column),
+            quote(to_column),
+            table_ref(to_table)
+        ),
+        Check::Unique { .. }
+        | Check::Sql { .. }
+        | Check::RowCount { .. }
+        | Check::Freshness { .. } => return None,
+    })
+}
+
 /// The SELECT of violating rows, or `None` for checks that look at the table as a whole.
 fn violations_sql(e: &Expectation) -> Option<String> {
     let t = table_ref(&e.table);
+    if let Some(predicate) = violation_predicate(&e.check) {
+        return Some(format!("SELECT * FROM {t} WHERE {predicate}"));
+    }
     Some(match &e.check {
-        Check::NotNull { column } => format!("SELECT * FROM {t} WHERE {} IS NULL", quote(column)),
         Check::Unique { columns } => {
             let cols: Vec<String> = columns.iter().map(|c| quote(c)).collect();
             let on: Vec<String> = columns
@@ -63,39 +107,25 @@ fn violations_sql(e: &Expectation) -> Option<String> {
                 on.join(" AND ")
             )
         }
-        Check::AcceptedValues { column, values } => format!(
-            "SELECT * FROM {t} WHERE {0} IS NOT NULL AND {0} NOT IN ({1})",
-            quote(column),
-            values.join(", ")
-        ),
-        Check::Range { column, min, max } => {
-            let mut outside = Vec::new();
-            if let Some(min) = min {
-                outside.push(format!("{} < {min}", quote(column)));
-            }
-            if let Some(max) = max {
-                outside.push(format!("{} > {max}", quote(column)));
-            }
-            format!("SELECT * FROM {t} WHERE {}", outside.join(" OR "))
-        }
-        Check::Regex { column, pattern } => format!(
-            "SELECT * FROM {t} WHERE {0} IS NOT NULL AND NOT ({0} ~ '{1}')",
-            quote(column),
-            pattern.replace('\'', "''")
-        ),
-        Check::Relationships {
-            column,
-            to_table,
-            to_column,
-        } => format!(
-            "SELECT * FROM {t} WHERE {0} IS NOT NULL AND {0} NOT IN (SELECT {1} FROM {2} WHERE {1} IS NOT NULL)",
-            quote(column),
-            quote(to_column),
-            table_ref(to_table)
-        ),
         Check::Sql { sql } => sql.trim().trim_end_matches(';').to_string(),
-        Check::RowCount { .. } | Check::Freshness { .. } => return None,
+        _ => return None,
     })
+}
+
+/// The result of a `drop` expectation: its violating rows went to `quarantine` as the table
+/// was written.
+pub fn dropped_result(e: &Expectation, dropped: u64, quarantine: &TableName) -> QualityResult {
+    let plural = if dropped == 1 { "" } else { "s" };
+    QualityResult {
+        name: e.name.clone(),
+        table: e.table.to_string(),
+        check: e.check.kind().into(),
+        action: e.action.name().into(),
+        passed: dropped == 0,
+        violations: dropped,
+        detail: format!("{dropped} violating row{plural} dropped to {quarantine}"),
+        sample: Vec::new(),
+    }
 }
 
 /// Evaluates the expectations on the tables in `staged` (run start: `started_micros`).
@@ -107,9 +137,10 @@ pub async fn audit(
     started_micros: i64,
 ) -> Result<Vec<QualityResult>> {
     let changed: HashMap<&TableName, &StagedTable> = staged.iter().map(|s| (&s.table, s)).collect();
+    // `drop` expectations were applied while the table was written.
     let due: Vec<&Expectation> = expectations
         .iter()
-        .filter(|e| changed.contains_key(&e.table))
+        .filter(|e| changed.contains_key(&e.table) && e.action != ExpectAction::Drop)
         .collect();
     if due.is_empty() {
         return Ok(Vec::new());

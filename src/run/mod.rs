@@ -35,7 +35,7 @@ use crate::ingest::{run_ingest, FileStats};
 use crate::plan::JobId;
 use crate::spec::{Pipeline, TableName};
 use crate::transform::{
-    new_session, range_predicate, register_table, run_transform, CountedTable, InputFacts,
+    new_session, range_predicate, register_table, run_transform, CountedTable, TransformFacts,
     TransformOutcome,
 };
 
@@ -144,9 +144,20 @@ pub struct Backfill {
 /// Jobs in progress: start time and rows so far.
 type RunningJobs = HashMap<TableName, (Instant, Arc<AtomicU64>)>;
 
+/// A transform that staged its table.
+struct TransformDone {
+    table: Box<StagedTable>,
+    /// Its quarantine table, when `drop` expectations apply.
+    quarantine: Option<Box<StagedTable>>,
+    /// Rows dropped, per expectation name.
+    dropped: std::collections::BTreeMap<String, u64>,
+    rows_in: u64,
+    action: String,
+}
+
 enum Outcome {
     Ingest(Box<crate::ingest::IngestOutcome>),
-    Transform(Box<StagedTable>, u64, String),
+    Transform(Box<TransformDone>),
     /// A transform with nothing to do: its table and current snapshot.
     Unchanged(TableName, Option<i64>, String),
 }
@@ -231,6 +242,8 @@ pub async fn run_pipeline(
     let mut started_jobs: HashSet<JobId> = HashSet::new();
     let mut tasks: JoinSet<(JobId, f64, Result<Outcome>)> = JoinSet::new();
     let mut reports = Vec::new();
+    // Rows each transform's `drop` expectations removed, by table and expectation.
+    let mut dropped: HashMap<TableName, std::collections::BTreeMap<String, u64>> = HashMap::new();
     let order = validated.plan.order.clone();
     let plan = Arc::new(validated.plan);
     let result: Result<()> = async {
@@ -350,13 +363,20 @@ pub async fn run_pipeline(
                     seconds,
                     sources: Vec::new(),
                 },
-                Outcome::Transform(st, rows_in, action) => {
+                Outcome::Transform(done) => {
+                    let TransformDone {
+                        table: st,
+                        quarantine,
+                        dropped: counts,
+                        rows_in,
+                        action,
+                    } = *done;
                     let report = JobReport {
                         job: "transform".into(),
                         table: st.table.to_string(),
                         rows_in,
                         rows_out: st.added_rows,
-                        quarantined: 0,
+                        quarantined: counts.values().sum(),
                         already_loaded: 0,
                         action,
                         files: st.added_files,
@@ -365,10 +385,12 @@ pub async fn run_pipeline(
                         seconds,
                         sources: Vec::new(),
                     };
-                    staged
-                        .lock()
-                        .expect("staged lock")
-                        .insert(st.table.clone(), *st);
+                    dropped.insert(st.table.clone(), counts);
+                    let mut s = staged.lock().expect("staged lock");
+                    if let Some(q) = quarantine {
+                        s.insert(q.table.clone(), *q);
+                    }
+                    s.insert(st.table.clone(), *st);
                     report
                 }
             };
@@ -411,6 +433,16 @@ pub async fn run_pipeline(
         started_at.timestamp_micros(),
     )
     .await?;
+    let mut quality = quality;
+    for e in &pipeline.expectations {
+        if e.action != crate::spec::ExpectAction::Drop {
+            continue;
+        }
+        if let Some(counts) = dropped.get(&e.table) {
+            let n = counts.get(&e.name).copied().unwrap_or(0);
+            quality.push(crate::quality::dropped_result(e, n, &e.table.quarantine()));
+        }
+    }
     for result in &quality {
         observer.checked(result);
     }
@@ -578,9 +610,9 @@ impl TransformRun<'_> {
                 scope.describe(),
             ));
         }
-        let mut facts = InputFacts {
+        let mut facts = TransformFacts {
             properties: scope::scope_properties(job, &inputs).into_iter().collect(),
-            ..InputFacts::default()
+            ..TransformFacts::default()
         };
         // Input columns this run renames (a staged input's snapshot against its parent).
         for (name, table) in &inputs {
@@ -627,8 +659,18 @@ impl TransformRun<'_> {
             )
             .await?;
             match outcome {
-                TransformOutcome::Staged(staged) => {
-                    return Ok(Outcome::Transform(staged, rows_in, scope.describe()))
+                TransformOutcome::Staged {
+                    table,
+                    quarantine,
+                    dropped,
+                } => {
+                    return Ok(Outcome::Transform(Box::new(TransformDone {
+                        table,
+                        quarantine,
+                        dropped,
+                        rows_in,
+                        action: scope.describe(),
+                    })))
                 }
                 TransformOutcome::NeedsFullRefresh => {
                     scope = Scope::Full("the table is new or its schema changes".into());

@@ -53,13 +53,25 @@ pub struct Forced {
     pub to: i64,
 }
 
-/// Fingerprint of what defines a transform's output besides its inputs.
+/// Fingerprint of what defines a transform's output besides its inputs: SQL, partitioning
+/// and `drop` expectations.
 pub fn fingerprint(job: &TransformJob) -> String {
     let mut h = Sha256::new();
     h.update(job.sql.as_bytes());
     for p in &job.partition_by {
         h.update(b"\npartition_by ");
         h.update(p.text.as_bytes());
+    }
+    // Rows a `drop` expectation removes are part of the output's definition.
+    for e in &job.drops {
+        h.update(b"\ndrop ");
+        h.update(e.name.as_bytes());
+        h.update(b" ");
+        h.update(
+            crate::quality::violation_predicate(&e.check)
+                .unwrap_or_default()
+                .as_bytes(),
+        );
     }
     format!("{:x}", h.finalize())[..32].to_string()
 }

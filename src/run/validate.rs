@@ -16,7 +16,9 @@ use crate::ingest::{bronze_columns, quarantine_columns};
 use crate::lineage::{query_lineage, QueryLineage};
 use crate::plan::{plan_pipeline, JobId, Plan};
 use crate::spec::{BadRecordPolicy, IngestJob, Pipeline, TableName};
-use crate::transform::{output_columns, plan_transform, session_over};
+use crate::transform::{
+    output_columns, plan_transform, session_over, tag_violations, transform_quarantine_columns,
+};
 
 /// A pipeline that passed every check, with the catalog state it was checked against.
 pub struct Validated {
@@ -166,6 +168,15 @@ pub async fn validate(pipeline: &Pipeline) -> Result<Validated> {
                     )),
                 });
             }
+        }
+        if !job.drops.is_empty() {
+            // The drop expectations must apply to the output's columns.
+            tag_violations(&session, logical.clone(), &job.drops).await?;
+            let q = schema_of(&transform_quarantine_columns(&columns))?;
+            schemas.insert(
+                job.table.quarantine(),
+                Arc::new(schema_to_arrow_schema(&q)?),
+            );
         }
         schemas.insert(job.table.clone(), Arc::new(schema));
     }

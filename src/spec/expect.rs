@@ -50,6 +50,18 @@ impl Check {
         }
     }
 
+    /// Whether the check judges each row on its own (so violating rows can be dropped).
+    pub fn is_row_level(&self) -> bool {
+        matches!(
+            self,
+            Check::NotNull { .. }
+                | Check::AcceptedValues { .. }
+                | Check::Range { .. }
+                | Check::Regex { .. }
+                | Check::Relationships { .. }
+        )
+    }
+
     /// A default name: `not_null(order_id)`, `unique(order_id, line)`, `row_count`.
     pub fn default_name(&self) -> String {
         let kind = self.kind();
@@ -73,6 +85,9 @@ pub enum ExpectAction {
     Fail,
     /// The run publishes; the result is reported and recorded.
     Warn,
+    /// Violating rows are written to `<table>__quarantine` (with the expectation's name)
+    /// instead of the table; the rest is published.
+    Drop,
 }
 
 impl ExpectAction {
@@ -80,6 +95,7 @@ impl ExpectAction {
         match self {
             ExpectAction::Fail => "fail",
             ExpectAction::Warn => "warn",
+            ExpectAction::Drop => "drop",
         }
     }
 }

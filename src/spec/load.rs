@@ -212,7 +212,7 @@ pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
     for raw_job in &raw.ingest {
         ingests.push(ingest_job(&at, raw_job)?);
     }
-    let mut transforms = Vec::new();
+    let mut transforms: Vec<TransformJob> = Vec::new();
     for raw_job in &raw.transform {
         transforms.push(transform_job(&at, project_dir, raw_job)?);
     }
@@ -234,6 +234,26 @@ pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
                     table.get_ref()
                 ),
                 Some("every table has exactly one producing job".into()),
+            ));
+        }
+    }
+
+    // Rows are dropped while a transform writes its table.
+    for (e, parsed) in raw.expect.iter().zip(&expectations) {
+        if parsed.action != ExpectAction::Drop {
+            continue;
+        }
+        let job = transforms.iter_mut().find(|t| t.table == parsed.table);
+        if let Some(job) = job {
+            job.drops.push(parsed.clone());
+        } else {
+            return Err(at.error(
+                e.table.span(),
+                format!(
+                    "action \"drop\" applies to tables a transform writes; `{}` is not one",
+                    parsed.table
+                ),
+                Some("in bronze, bad records go to quarantine by on_bad_record = \"quarantine\"; drop rows in the silver transform that reads it".into()),
             ));
         }
     }
@@ -674,6 +694,7 @@ fn transform_job(at: &Positions, project_dir: &Path, raw: &RawTransform) -> Resu
         incremental_by,
         target_file_size: target_size(&raw.target_file_size_mb, at)?,
         origin: at.origin(raw.table.span()),
+        drops: Vec::new(),
     })
 }
 
@@ -926,12 +947,21 @@ fn expectation(at: &Positions, raw: &RawExpect) -> Result<Expectation> {
     let action = match raw.action.as_ref().map(|a| a.get_ref().as_str()) {
         None | Some("fail") => ExpectAction::Fail,
         Some("warn") => ExpectAction::Warn,
+        Some("drop") if check.is_row_level() => ExpectAction::Drop,
+        Some("drop") => {
+            let span = raw.action.as_ref().map(|a| a.span()).unwrap_or_default();
+            return Err(at.error(
+                span,
+                format!("action \"drop\" needs a check that judges each row on its own; `{}` does not", check.kind()),
+                Some("drop works with not_null, accepted_values, range, regex and relationships; use \"fail\" or \"warn\" here".into()),
+            ));
+        }
         Some(other) => {
             let span = raw.action.as_ref().map(|a| a.span()).unwrap_or_default();
             return Err(at.error(
                 span,
                 format!("unknown action `{other}`"),
-                Some("actions: \"fail\" (publish nothing) or \"warn\" (publish and report)".into()),
+                Some("actions: \"fail\" (publish nothing), \"warn\" (publish and report) or \"drop\" (violating rows go to <table>__quarantine)".into()),
             ));
         }
     };

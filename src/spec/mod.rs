@@ -229,6 +229,8 @@ pub struct TransformJob {
     pub incremental_by: Vec<RangeInput>,
     pub target_file_size: usize,
     pub origin: Origin,
+    /// The `[[expect]]`s with `action = "drop"` on this table: applied as it is written.
+    pub drops: Vec<Expectation>,
 }
 
 impl TransformJob {

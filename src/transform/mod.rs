@@ -4,12 +4,13 @@
 //! dependencies, from DataFusion's parser, never hand-written). [`plan_transform`] plans it
 //! against registered tables; [`run_transform`] streams the result into a staged full refresh.
 
+mod drop;
 mod range_filter;
 mod row_count;
 mod session;
 mod window_rule;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::Statement;
 use futures::StreamExt;
 
+pub use drop::{quarantine_columns as transform_quarantine_columns, tag_violations};
 pub use range_filter::range_predicate;
 pub use row_count::CountedTable;
 pub use session::{new_session, register_table, session_over};
@@ -159,18 +161,24 @@ pub fn output_columns(job: &TransformJob, plan: &LogicalPlan) -> Result<Vec<Desi
         .collect()
 }
 
-/// What a run knows about a transform's inputs.
+/// What a run knows about a transform beyond its spec.
 #[derive(Debug, Clone, Default)]
-pub struct InputFacts {
+pub struct TransformFacts {
     /// Snapshot summary properties recording the input snapshots read.
     pub properties: HashMap<String, String>,
     /// Input columns this run renames: `ns.table.old` -> `ns.table.new`.
-    pub renames: std::collections::BTreeMap<String, String>,
+    pub renames: BTreeMap<String, String>,
 }
 
 /// What one transform produced (staged, not yet published).
 pub enum TransformOutcome {
-    Staged(Box<StagedTable>),
+    Staged {
+        table: Box<StagedTable>,
+        /// `<table>__quarantine`, when `drop` expectations apply.
+        quarantine: Option<Box<StagedTable>>,
+        /// Rows dropped, per expectation name.
+        dropped: BTreeMap<String, u64>,
+    },
     /// A partition range was asked for, but the table is new or its schema or partitioning
     /// changes: it must be recomputed whole.
     NeedsFullRefresh,
@@ -185,7 +193,7 @@ pub async fn run_transform(
     job: &TransformJob,
     parsed: &ParsedTransform,
     range: Option<&PartitionRange>,
-    inputs: &InputFacts,
+    facts: &TransformFacts,
     progress: Arc<AtomicU64>,
 ) -> Result<TransformOutcome> {
     let mut plan = plan_transform(session, job, parsed).await?;
@@ -199,7 +207,7 @@ pub async fn run_transform(
         HashMap::new(),
         &Evolution::Rewrite {
             lineage: lineage.clone(),
-            upstream_renames: inputs.renames.clone(),
+            upstream_renames: facts.renames.clone(),
         },
     )
     .await?;
@@ -227,6 +235,37 @@ pub async fn run_transform(
         &prefix,
     )
     .await?;
+    // `drop` expectations: tagged rows go to the quarantine table, written like the table.
+    let mut quarantine = None;
+    if !job.drops.is_empty() {
+        let q_table = job.table.quarantine();
+        let q_target = prepare_target(
+            &ctx.catalog,
+            &q_table,
+            &drop::quarantine_columns(&columns),
+            &job.partition_by,
+            HashMap::new(),
+            &Evolution::Rewrite {
+                lineage: BTreeMap::new(),
+                upstream_renames: BTreeMap::new(),
+            },
+        )
+        .await?;
+        if range.is_some() && q_target.reshaped {
+            return Ok(TransformOutcome::NeedsFullRefresh);
+        }
+        let q_writer = TableWriter::new(
+            &q_table.to_string(),
+            &q_target.metadata,
+            ctx.catalog.file_io().clone(),
+            job.target_file_size,
+            &prefix,
+        )
+        .await?;
+        plan = drop::tag_violations(session, plan, &job.drops).await?;
+        quarantine = Some((q_target, q_writer));
+    }
+    let mut dropped = BTreeMap::new();
     let mut stream = session
         .execute_logical_plan(plan)
         .await?
@@ -236,18 +275,49 @@ pub async fn run_transform(
     while let Some(batch) = stream.next().await {
         let batch = batch.map_err(|e| exec_error(job, e))?;
         progress.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
-        writer.write(batch).await?;
+        match quarantine.as_mut() {
+            None => writer.write(batch).await?,
+            Some((_, q_writer)) => {
+                let (kept, rejected) = drop::split(&batch, &ctx.run_id, &mut dropped)?;
+                writer.write(kept).await?;
+                if let Some(rejected) = rejected {
+                    q_writer.write(rejected).await?;
+                }
+            }
+        }
     }
     let files = writer.close().await?;
     let mut props = ctx.snapshot_properties("transform");
-    props.extend(inputs.properties.clone());
+    props.extend(facts.properties.clone());
     props.insert(
         crate::lineage::LINEAGE_KEY.to_string(),
         serde_json::to_string(&lineage)
             .map_err(|e| Error::Usage(format!("cannot encode column lineage: {e}")))?,
     );
+    let quarantine = match quarantine {
+        None => None,
+        Some((q_target, q_writer)) => {
+            let q_files = q_writer.close().await?;
+            let mut q_props = props.clone();
+            q_props.remove(crate::lineage::LINEAGE_KEY);
+            Some(Box::new(
+                stage_snapshot(
+                    q_target,
+                    q_files,
+                    ctx.catalog.file_io(),
+                    q_props,
+                    mode.clone(),
+                )
+                .await?,
+            ))
+        }
+    };
     let staged = stage_snapshot(target, files, ctx.catalog.file_io(), props, mode).await?;
-    Ok(TransformOutcome::Staged(Box::new(staged)))
+    Ok(TransformOutcome::Staged {
+        table: Box::new(staged),
+        quarantine,
+        dropped,
+    })
 }
 
 fn exec_error(job: &TransformJob, e: DataFusionError) -> Error {

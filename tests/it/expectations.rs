@@ -203,3 +203,181 @@ fn expectation_spec_errors_name_the_line() {
     let (_, message) = p.fails(&["validate", "shop"]);
     assert!(message.contains("`soon` is not a duration"), "{message}");
 }
+
+const DROPS: &str = r#"
+[[expect]]
+table = "silver.items"
+check = "accepted_values"
+column = "code"
+values = ["A", "B"]
+action = "drop"
+
+[[expect]]
+table = "silver.items"
+check = "not_null"
+column = "code"
+action = "drop"
+
+[[expect]]
+table = "silver.items"
+check = "relationships"
+column = "code"
+to = "bronze.codes.code"
+action = "drop"
+
+[[expect]]
+table = "silver.items"
+check = "range"
+column = "price"
+min = 0
+"#;
+
+#[test]
+fn drop_expectations_send_violating_rows_to_quarantine_and_publish_the_rest() {
+    let p = project(DROPS);
+    let report = p.json(&["run", "shop"]);
+    let run_id = report["run_id"].as_str().unwrap().to_string();
+    // Kept: ids 1 (A) and 2 (B). Dropped: 2/Z by accepted_values (the first drop it breaks;
+    // relationships would drop it too) and 4/NULL by not_null (NULL is not a value outside
+    // A, B). The range check (fail) then passes on what is left.
+    assert_eq!(
+        p.query("SELECT id, code FROM silver.items ORDER BY id"),
+        vec![
+            vec![Some("1".into()), Some("A".into())],
+            vec![Some("2".into()), Some("B".into())],
+        ]
+    );
+    assert_eq!(
+        p.query(
+            "SELECT id, code, price, _expectation, _run_id FROM silver.items__quarantine ORDER BY id"
+        ),
+        vec![
+            vec![
+                Some("2".into()),
+                Some("Z".into()),
+                Some("-5.00".into()),
+                Some("accepted_values(code)".into()),
+                Some(run_id.clone())
+            ],
+            vec![
+                Some("4".into()),
+                None,
+                Some("30.00".into()),
+                Some("not_null(code)".into()),
+                Some(run_id.clone())
+            ],
+        ]
+    );
+    let job = report["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["table"] == "silver.items")
+        .unwrap();
+    assert_eq!(job["rows_out"], 2);
+    assert_eq!(job["quarantined"], 2);
+    let results: Vec<(String, String, u64, String)> = report["quality"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["action"].as_str().unwrap().to_string(),
+                r["violations"].as_u64().unwrap(),
+                r["detail"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        results,
+        vec![
+            (
+                "range(price)".into(),
+                "fail".into(),
+                0,
+                "0 violating rows".into()
+            ),
+            (
+                "accepted_values(code)".into(),
+                "drop".into(),
+                1,
+                "1 violating row dropped to silver.items__quarantine".into()
+            ),
+            (
+                "not_null(code)".into(),
+                "drop".into(),
+                1,
+                "1 violating row dropped to silver.items__quarantine".into()
+            ),
+            (
+                "relationships(code)".into(),
+                "drop".into(),
+                0,
+                "0 violating rows dropped to silver.items__quarantine".into()
+            ),
+        ]
+    );
+    // The quarantine is published with the table, in the same run, and undone with it.
+    let info = p.json(&["run-info", &run_id]);
+    let tables: Vec<&str> = info["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["table"].as_str().unwrap())
+        .collect();
+    assert!(tables.contains(&"silver.items__quarantine"), "{tables:?}");
+    // Nothing changed: nothing recomputed, the quarantine is not appended to again.
+    p.json(&["run", "shop"]);
+    assert_eq!(
+        p.query("SELECT count(*) FROM silver.items__quarantine")[0][0].as_deref(),
+        Some("2")
+    );
+    // B leaves the code list: the table is recomputed (its lookup table changed) and the
+    // quarantine holds exactly what the new version dropped.
+    p.write("data/codes.csv", "code\nA\n");
+    p.json(&["run", "shop", "--reload-changed"]);
+    assert_eq!(
+        p.query("SELECT id, code FROM silver.items"),
+        vec![vec![Some("1".into()), Some("A".into())]]
+    );
+    assert_eq!(
+        p.query("SELECT id, _expectation FROM silver.items__quarantine ORDER BY id, _expectation"),
+        vec![
+            vec![Some("2".into()), Some("accepted_values(code)".into())],
+            vec![Some("2".into()), Some("relationships(code)".into())],
+            vec![Some("4".into()), Some("not_null(code)".into())],
+        ]
+    );
+}
+
+#[test]
+fn drop_needs_a_row_level_check_on_a_transform_table() {
+    let p = project(
+        "[[expect]]\ntable = \"silver.items\"\ncheck = \"unique\"\ncolumn = \"id\"\naction = \"drop\"\n",
+    );
+    let (code, message) = p.fails(&["validate", "shop"]);
+    assert_eq!(code, 2);
+    assert!(
+        message.contains("pipelines/shop.toml:")
+            && message.contains(
+                "action \"drop\" needs a check that judges each row on its own; `unique` does not"
+            ),
+        "{message}"
+    );
+    let p = project(
+        "[[expect]]\ntable = \"bronze.items\"\ncheck = \"not_null\"\ncolumn = \"code\"\naction = \"drop\"\n",
+    );
+    let (_, message) = p.fails(&["validate", "shop"]);
+    assert!(
+        message.contains(
+            "action \"drop\" applies to tables a transform writes; `bronze.items` is not one"
+        ),
+        "{message}"
+    );
+    let p = project(
+        "[[expect]]\ntable = \"silver.items\"\ncheck = \"not_null\"\ncolumn = \"colour\"\naction = \"drop\"\n",
+    );
+    let (_, message) = p.fails(&["validate", "shop"]);
+    assert!(message.contains("colour"), "{message}");
+}

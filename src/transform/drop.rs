@@ -1,0 +1,143 @@
+//! `drop` expectations, applied while a transform writes its table: each output row is tagged
+//! with the first `drop` expectation it violates; untagged rows go to the table, tagged ones to
+//! `<table>__quarantine` with the expectation's name and the run id. One pass over the query,
+//! streamed batch by batch.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, RecordBatch, StringArray};
+use arrow::compute::{filter_record_batch, is_null, not};
+use arrow::datatypes::{DataType, Field, Schema};
+use datafusion::datasource::ViewTable;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
+use iceberg::spec::{PrimitiveType, Type};
+
+use crate::commit::DesiredColumn;
+use crate::error::{Error, Result};
+use crate::quality::violation_predicate;
+use crate::spec::{Check, Expectation};
+
+/// Name of the view holding a transform's output while its rows are tagged.
+const OUTPUT_VIEW: &str = "__pipeline_output";
+/// Name of the tag column (the violated expectation, NULL for rows kept).
+const TAG: &str = "__pipeline_dropped_by";
+
+/// The columns of a transform's quarantine table: the table's columns, then `_expectation`
+/// (the name of the `drop` expectation the row violated) and `_run_id`.
+pub fn quarantine_columns(columns: &[DesiredColumn]) -> Vec<DesiredColumn> {
+    let mut out = columns.to_vec();
+    for name in ["_expectation", "_run_id"] {
+        out.push(DesiredColumn {
+            name: name.into(),
+            ty: Type::Primitive(PrimitiveType::String),
+            required: false,
+        });
+    }
+    out
+}
+
+/// `plan` with one more column: the name of the first of `drops` each row violates, or NULL.
+/// Tables that `relationships` checks read must be registered in `session`.
+pub async fn tag_violations(
+    session: &SessionContext,
+    plan: LogicalPlan,
+    drops: &[Expectation],
+) -> Result<LogicalPlan> {
+    session.register_table(OUTPUT_VIEW, Arc::new(ViewTable::new(plan, None)))?;
+    // A lookup (relationships) is a join with the looked-up values, built from the lookup
+    // (the small side) while the output streams through; NULL on its side means no match.
+    let mut from = format!("\"{OUTPUT_VIEW}\" o");
+    let mut case = String::from("CASE");
+    for (i, e) in drops.iter().enumerate() {
+        let predicate = match &e.check {
+            Check::Relationships {
+                column,
+                to_table,
+                to_column,
+            } => {
+                let (key, alias) = (format!("__k{i}"), format!("__r{i}"));
+                from = format!(
+                    "(SELECT DISTINCT {1} AS \"{key}\" FROM \"{2}\".\"{3}\" WHERE {1} IS NOT NULL) \"{alias}\" RIGHT JOIN {from} ON o.{0} = \"{alias}\".\"{key}\"",
+                    quote(column),
+                    quote(to_column),
+                    to_table.namespace,
+                    to_table.name
+                );
+                format!(
+                    "o.{0} IS NOT NULL AND \"{alias}\".\"{key}\" IS NULL",
+                    quote(column)
+                )
+            }
+            check => violation_predicate(check).ok_or_else(|| {
+                Error::Usage(format!(
+                    "internal: expectation `{}` cannot drop rows",
+                    e.name
+                ))
+            })?,
+        };
+        case.push_str(&format!(
+            " WHEN coalesce(({predicate}), false) THEN '{}'",
+            e.name.replace('\'', "''")
+        ));
+    }
+    case.push_str(" END");
+    let sql = format!("SELECT o.*, {case} AS \"{TAG}\" FROM {from}");
+    let tagged = session
+        .sql(&sql)
+        .await
+        .map_err(|e| Error::Pipeline {
+            file: drops[0].origin.file.clone(),
+            message: format!(
+                "line {}: the drop expectations on {} do not apply to its rows: {}",
+                drops[0].origin.line,
+                drops[0].table,
+                super::clean_message(&e)
+            ),
+            hint: Some("check the column names the expectations use".into()),
+        })?
+        .into_unoptimized_plan();
+    Ok(tagged)
+}
+
+/// One tagged batch split into the rows kept (without the tag) and the rows dropped (as
+/// quarantine rows: the columns, the expectation name, the run id), with counts per
+/// expectation added to `counts`.
+pub fn split(
+    batch: &RecordBatch,
+    run_id: &str,
+    counts: &mut BTreeMap<String, u64>,
+) -> Result<(RecordBatch, Option<RecordBatch>)> {
+    let n = batch.num_columns();
+    let tag = batch.column(n - 1);
+    let kept_mask = is_null(tag)?;
+    let kept = filter_record_batch(&batch.project(&(0..n - 1).collect::<Vec<_>>())?, &kept_mask)?;
+    if kept.num_rows() == batch.num_rows() {
+        return Ok((kept, None));
+    }
+    let dropped = filter_record_batch(batch, &not(&kept_mask)?)?;
+    let names = arrow::compute::cast(dropped.column(n - 1), &DataType::Utf8)?;
+    let names = names
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .ok_or_else(|| Error::Usage("internal: the drop tag is not text".into()))?;
+    for name in names.iter().flatten() {
+        *counts.entry(name.to_string()).or_default() += 1;
+    }
+    let mut fields: Vec<Arc<Field>> = dropped.schema().fields().iter().cloned().collect();
+    fields[n - 1] = Arc::new(Field::new("_expectation", DataType::Utf8, true));
+    fields.push(Arc::new(Field::new("_run_id", DataType::Utf8, true)));
+    let mut columns: Vec<ArrayRef> = dropped.columns().to_vec();
+    columns[n - 1] = Arc::new(names.clone());
+    columns.push(Arc::new(StringArray::from(vec![
+        run_id;
+        dropped.num_rows()
+    ])));
+    let quarantined = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
+    Ok((kept, Some(quarantined)))
+}
+
+fn quote(identifier: &str) -> String {
+    format!("\"{}\"", identifier.replace('"', "\"\""))
+}
