@@ -626,6 +626,7 @@ async fn main_inner(cli: Cli) -> Result<()> {
                             r.invocation.user.clone(),
                             r.invocation.reason.clone().unwrap_or_default(),
                             r.tables.len().to_string(),
+                            pipeline::quality::summary(&r.quality),
                             r.undo_command(),
                         ]
                     })
@@ -641,6 +642,7 @@ async fn main_inner(cli: Cli) -> Result<()> {
                             "by",
                             "reason",
                             "tables",
+                            "checks",
                             "undo",
                         ]),
                         &rows

@@ -426,11 +426,31 @@ pub async fn run_pipeline(
             .collect()
     };
     // Audit: the expectations on the staged tables, before anything is published.
+    let anomalies = pipeline.expectations.iter().any(|e| {
+        matches!(
+            e.check,
+            crate::spec::Check::Volume { .. } | crate::spec::Check::NullRate { .. }
+        )
+    });
+    let baselines = if anomalies {
+        crate::quality::Baselines::from_records(&validated.catalog.runs().await?, &pipeline.name)
+    } else {
+        crate::quality::Baselines::default()
+    };
+    let lineage =
+        crate::lineage::pipeline_lineage(&pipeline, &validated.ingests, &validated.lineage);
+    let bronze = pipeline.ingests.iter().map(|j| j.table.clone()).collect();
     let quality = crate::quality::audit(
         &pipeline.expectations,
         &staged,
-        &validated.catalog,
-        started_at.timestamp_micros(),
+        &crate::quality::AuditContext {
+            catalog: &validated.catalog,
+            started_micros: started_at.timestamp_micros(),
+            run_id: &run_id,
+            baselines: &baselines,
+            lineage: &lineage,
+            bronze: &bronze,
+        },
     )
     .await?;
     let mut quality = quality;

@@ -32,6 +32,16 @@ pub enum Check {
     Freshness { column: String, within_micros: i64 },
     /// A SELECT returning the violating rows.
     Sql { sql: String },
+    /// The table's row count moves more than `max_change` (a fraction: 0.5 = 50%) from the
+    /// mean of its last `runs` measurements.
+    Volume { max_change: f64, runs: usize },
+    /// The column's share of NULLs moves more than `max_change` (a fraction of the rows: 0.1 =
+    /// 10 percentage points) from the mean of its last `runs` measurements.
+    NullRate {
+        column: String,
+        max_change: f64,
+        runs: usize,
+    },
 }
 
 impl Check {
@@ -47,6 +57,8 @@ impl Check {
             Check::RowCount { .. } => "row_count",
             Check::Freshness { .. } => "freshness",
             Check::Sql { .. } => "sql",
+            Check::Volume { .. } => "volume",
+            Check::NullRate { .. } => "null_rate",
         }
     }
 
@@ -71,9 +83,10 @@ impl Check {
             | Check::Range { column, .. }
             | Check::Regex { column, .. }
             | Check::Relationships { column, .. }
-            | Check::Freshness { column, .. } => format!("{kind}({column})"),
+            | Check::Freshness { column, .. }
+            | Check::NullRate { column, .. } => format!("{kind}({column})"),
             Check::Unique { columns } => format!("{kind}({})", columns.join(", ")),
-            Check::RowCount { .. } | Check::Sql { .. } => kind.to_string(),
+            Check::RowCount { .. } | Check::Sql { .. } | Check::Volume { .. } => kind.to_string(),
         }
     }
 }
@@ -111,6 +124,17 @@ pub struct Expectation {
     pub origin: Origin,
 }
 
+/// Parses a change threshold: `"50%"` or a fraction such as `0.5`.
+pub fn parse_fraction(value: &toml::Value) -> Option<f64> {
+    let f = match value {
+        toml::Value::String(s) => s.trim().strip_suffix('%')?.trim().parse::<f64>().ok()? / 100.0,
+        toml::Value::Float(f) => *f,
+        toml::Value::Integer(i) => *i as f64,
+        _ => return None,
+    };
+    (f.is_finite() && f >= 0.0).then_some(f)
+}
+
 /// Parses a duration such as `90m`, `36h`, `2d` (or `45s`) into microseconds.
 pub fn parse_duration_micros(text: &str) -> Option<i64> {
     let text = text.trim();
@@ -129,6 +153,17 @@ pub fn parse_duration_micros(text: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fractions() {
+        assert_eq!(
+            parse_fraction(&toml::Value::String("50%".into())),
+            Some(0.5)
+        );
+        assert_eq!(parse_fraction(&toml::Value::Float(0.25)), Some(0.25));
+        assert_eq!(parse_fraction(&toml::Value::String("half".into())), None);
+        assert_eq!(parse_fraction(&toml::Value::Float(-1.0)), None);
+    }
 
     #[test]
     fn durations() {

@@ -44,6 +44,8 @@ struct RawExpect {
     within: Option<Spanned<String>>,
     sql: Option<String>,
     action: Option<Spanned<String>>,
+    max_change: Option<Spanned<toml::Value>>,
+    runs: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize)]
@@ -897,6 +899,38 @@ fn expectation(at: &Positions, raw: &RawExpect) -> Result<Expectation> {
                 to_column: c.to_string(),
             }
         }
+        "volume" | "null_rate" => {
+            let max_change = raw.max_change.as_ref().ok_or_else(|| {
+                at.error(
+                    raw.check.span(),
+                    format!("check `{kind}` needs `max_change`, e.g. \"50%\""),
+                    None,
+                )
+            })?;
+            let max_change = parse_fraction(max_change.get_ref()).ok_or_else(|| {
+                at.error(
+                    max_change.span(),
+                    "expected a percentage such as \"50%\" or a fraction such as 0.5".into(),
+                    None,
+                )
+            })?;
+            let runs = match &raw.runs {
+                None => 5,
+                Some(r) if *r.get_ref() == 0 => {
+                    return Err(at.error(r.span(), "runs must be at least 1".into(), None))
+                }
+                Some(r) => *r.get_ref() as usize,
+            };
+            if kind == "volume" {
+                Check::Volume { max_change, runs }
+            } else {
+                Check::NullRate {
+                    column: need_column()?,
+                    max_change,
+                    runs,
+                }
+            }
+        }
         "row_count" => {
             let bound = |v: &Option<Spanned<toml::Value>>| -> Result<Option<u64>> {
                 v.as_ref()
@@ -940,7 +974,7 @@ fn expectation(at: &Positions, raw: &RawExpect) -> Result<Expectation> {
             return Err(at.error(
                 raw.check.span(),
                 format!("unknown check `{other}`"),
-                Some("checks: not_null, unique, accepted_values, range, regex, relationships, row_count, freshness, sql".into()),
+                Some("checks: not_null, unique, accepted_values, range, regex, relationships, row_count, freshness, sql, volume, null_rate".into()),
             ))
         }
     };

@@ -16,7 +16,7 @@ pub use catalog::{
     read_env, CatalogConfig, RestConfig, S3Storage, S3TablesConfig, StaticCredentials,
 };
 pub use column_type::{ColumnType, TYPE_NAMES};
-pub use expect::{parse_duration_micros, Check, ExpectAction, Expectation};
+pub use expect::{parse_duration_micros, parse_fraction, Check, ExpectAction, Expectation};
 pub use load::{display_path_in, list_pipelines, load_pipeline, load_pipeline_file};
 pub use partition::{is_identifier, PartitionField};
 pub use reader::{Reader, ReaderUses};

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod anomalies;
 mod atomic_publish;
 mod backfill;
 mod concurrency;

@@ -4,7 +4,9 @@
 //! recorded. Expectations on tables the run did not change are not evaluated (they were when
 //! those tables last changed).
 
-use std::collections::{HashMap, HashSet};
+mod anomaly;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use iceberg_datafusion::IcebergStaticTableProvider;
@@ -13,9 +15,12 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::PipelineCatalog;
 use crate::commit::StagedTable;
 use crate::error::{Error, Result};
+use crate::lineage::PipelineLineage;
 use crate::output::batches_to_rows;
 use crate::spec::{Check, ExpectAction, Expectation, TableName};
+
 use crate::transform::{new_session, register_table};
+pub use anomaly::Baselines;
 
 /// Violating rows shown per failed expectation.
 const SAMPLE_ROWS: usize = 5;
@@ -36,6 +41,24 @@ pub struct QualityResult {
     /// Up to five violating rows, each as `column=value` pairs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sample: Vec<String>,
+    /// What `volume` (rows) and `null_rate` (share of NULLs) measured: the baseline of later
+    /// runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<f64>,
+}
+
+/// What an audit needs besides the expectations and the staged tables.
+pub struct AuditContext<'a> {
+    pub catalog: &'a PipelineCatalog,
+    /// Run start, microseconds since the epoch (for `freshness`).
+    pub started_micros: i64,
+    pub run_id: &'a str,
+    /// Earlier measurements, for `volume` and `null_rate`.
+    pub baselines: &'a Baselines,
+    /// Column lineage of the pipeline, to name the upstream causes of an anomaly.
+    pub lineage: &'a PipelineLineage,
+    /// The pipeline's bronze tables (they carry `_source_file` and `_run_id`).
+    pub bronze: &'a BTreeSet<TableName>,
 }
 
 fn quote(identifier: &str) -> String {
@@ -84,7 +107,9 @@ pub fn violation_predicate(check: &Check) -> Option<String> {
         Check::Unique { .. }
         | Check::Sql { .. }
         | Check::RowCount { .. }
-        | Check::Freshness { .. } => return None,
+        | Check::Freshness { .. }
+        | Check::Volume { .. }
+        | Check::NullRate { .. } => return None,
     })
 }
 
@@ -125,6 +150,7 @@ pub fn dropped_result(e: &Expectation, dropped: u64, quarantine: &TableName) -> 
         violations: dropped,
         detail: format!("{dropped} violating row{plural} dropped to {quarantine}"),
         sample: Vec::new(),
+        measured: None,
     }
 }
 
@@ -133,9 +159,9 @@ pub fn dropped_result(e: &Expectation, dropped: u64, quarantine: &TableName) -> 
 pub async fn audit(
     expectations: &[Expectation],
     staged: &[StagedTable],
-    catalog: &PipelineCatalog,
-    started_micros: i64,
+    ctx: &AuditContext<'_>,
 ) -> Result<Vec<QualityResult>> {
+    let (catalog, started_micros) = (ctx.catalog, ctx.started_micros);
     let changed: HashMap<&TableName, &StagedTable> = staged.iter().map(|s| (&s.table, s)).collect();
     // `drop` expectations were applied while the table was written.
     let due: Vec<&Expectation> = expectations
@@ -148,6 +174,13 @@ pub async fn audit(
     let session = new_session();
     let mut registered = HashSet::new();
     let mut wanted: Vec<&TableName> = due.iter().map(|e| &e.table).collect();
+    // Anomalies name their upstream causes from the other tables this run changed.
+    if due
+        .iter()
+        .any(|e| matches!(e.check, Check::Volume { .. } | Check::NullRate { .. }))
+    {
+        wanted.extend(changed.keys().copied());
+    }
     for e in &due {
         if let Check::Relationships { to_table, .. } = &e.check {
             wanted.push(to_table);
@@ -176,6 +209,7 @@ pub async fn audit(
             ),
             hint: None,
         };
+        let mut measured = None;
         let (violations, detail, sample) = match (&e.check, violations_sql(e)) {
             (_, Some(sql)) => {
                 let df = session.sql(&sql).await.map_err(|x| failed(x.to_string()))?;
@@ -260,6 +294,90 @@ pub async fn audit(
                     Vec::new(),
                 )
             }
+            (Check::Volume { max_change, runs }, None) => {
+                let rows = scalar(
+                    &session,
+                    &format!("SELECT count(*) FROM {}", table_ref(&e.table)),
+                )
+                .await
+                .map_err(|x| failed(x.to_string()))?
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or_default();
+                measured = Some(rows);
+                let history = ctx.baselines.last(&e.table, &e.name, *runs);
+                let j =
+                    anomaly::judge(rows, history, *max_change, true, |v| format!("{v:.0} rows"));
+                let causes = if j.anomalous {
+                    anomaly::upstream_causes(
+                        &session,
+                        &e.table,
+                        None,
+                        ctx.lineage,
+                        &changed,
+                        ctx.bronze,
+                        ctx.run_id,
+                    )
+                    .await?
+                } else {
+                    Vec::new()
+                };
+                (
+                    u64::from(j.anomalous),
+                    with_causes(j.detail, &causes),
+                    Vec::new(),
+                )
+            }
+            (
+                Check::NullRate {
+                    column,
+                    max_change,
+                    runs,
+                },
+                None,
+            ) => {
+                let row = scalar_rows(
+                    &session,
+                    &format!(
+                        "SELECT count(*) FILTER (WHERE {0} IS NULL), count(*) FROM {1}",
+                        quote(column),
+                        table_ref(&e.table)
+                    ),
+                )
+                .await
+                .map_err(|x| failed(x.to_string()))?;
+                let number = |i: usize| -> f64 {
+                    row.first()
+                        .and_then(|r| r.get(i).cloned().flatten())
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or_default()
+                };
+                let (nulls, rows) = (number(0), number(1));
+                let rate = if rows > 0.0 { nulls / rows } else { 0.0 };
+                measured = Some(rate);
+                let history = ctx.baselines.last(&e.table, &e.name, *runs);
+                let j = anomaly::judge(rate, history, *max_change, false, |v| {
+                    format!("{:.1}% NULL", v * 100.0)
+                });
+                let causes = if j.anomalous {
+                    anomaly::upstream_causes(
+                        &session,
+                        &e.table,
+                        Some(column),
+                        ctx.lineage,
+                        &changed,
+                        ctx.bronze,
+                        ctx.run_id,
+                    )
+                    .await?
+                } else {
+                    Vec::new()
+                };
+                (
+                    u64::from(j.anomalous),
+                    with_causes(j.detail, &causes),
+                    Vec::new(),
+                )
+            }
             _ => unreachable!("every check has a SQL form or a whole-table form"),
         };
         results.push(QualityResult {
@@ -271,6 +389,7 @@ pub async fn audit(
             violations,
             detail,
             sample,
+            measured,
         });
     }
     Ok(results)
@@ -281,15 +400,61 @@ async fn scalar(
     session: &datafusion::prelude::SessionContext,
     sql: &str,
 ) -> std::result::Result<Option<String>, Error> {
-    let df = session.sql(sql).await?;
-    let schema = df.schema().as_arrow().clone();
-    let batches = df.collect().await?;
-    let rows = batches_to_rows(&schema, &batches)?;
-    Ok(rows
-        .rows
+    Ok(scalar_rows(session, sql)
+        .await?
         .into_iter()
         .next()
         .and_then(|r| r.into_iter().next().flatten()))
+}
+
+/// The rows of a small result (aggregates, a few samples), every value as its display string.
+async fn scalar_rows(
+    session: &datafusion::prelude::SessionContext,
+    sql: &str,
+) -> std::result::Result<Vec<Vec<Option<String>>>, Error> {
+    let df = session.sql(sql).await?;
+    let schema = df.schema().as_arrow().clone();
+    let batches = df.collect().await?;
+    Ok(batches_to_rows(&schema, &batches)?.rows)
+}
+
+/// `detail`, then each upstream cause on its own line.
+fn with_causes(detail: String, causes: &[String]) -> String {
+    if causes.is_empty() {
+        return detail;
+    }
+    format!("{detail}; upstream this run: {}", causes.join("; "))
+}
+
+/// A one-line count of results: `9 passed, 1 warned, 2 rows dropped` (empty for none).
+pub fn summary(results: &[QualityResult]) -> String {
+    let passed = results
+        .iter()
+        .filter(|r| r.passed && r.action != ExpectAction::Drop.name())
+        .count();
+    let warned = results
+        .iter()
+        .filter(|r| !r.passed && r.action == ExpectAction::Warn.name())
+        .count();
+    let dropped: u64 = results
+        .iter()
+        .filter(|r| r.action == ExpectAction::Drop.name())
+        .map(|r| r.violations)
+        .sum();
+    let mut parts = Vec::new();
+    if passed > 0 {
+        parts.push(format!("{passed} passed"));
+    }
+    if warned > 0 {
+        parts.push(format!("{warned} warned"));
+    }
+    if results
+        .iter()
+        .any(|r| r.action == ExpectAction::Drop.name())
+    {
+        parts.push(format!("{dropped} rows dropped"));
+    }
+    parts.join(", ")
 }
 
 /// The error for the first failed `fail` expectation, if any.
