@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use iceberg::spec::TableMetadata;
+use serde::de::IgnoredAny;
 
 use super::lineage_column_names;
 use crate::error::{Error, Result};
@@ -94,18 +95,28 @@ fn file_columns(job: &IngestJob, path: &Path) -> Result<Vec<String>> {
                 if n == 0 {
                     break;
                 }
-                // Lines that are not objects are the loader's to report.
-                let Ok(object) =
-                    serde_json::from_str::<HashMap<String, serde::de::IgnoredAny>>(&line)
-                else {
-                    continue;
-                };
-                let mut keys: Vec<String> = object.into_keys().collect();
+                // Keys borrowed from the line when they have no escapes (the common case);
+                // lines that are not objects are the loader's to report.
+                let mut keys: Vec<String> =
+                    match serde_json::from_str::<HashMap<&str, IgnoredAny>>(&line) {
+                        Ok(object) => object
+                            .into_keys()
+                            .filter(|k| !seen.contains(*k))
+                            .map(str::to_string)
+                            .collect(),
+                        Err(_) => {
+                            match serde_json::from_str::<HashMap<String, IgnoredAny>>(&line) {
+                                Ok(object) => {
+                                    object.into_keys().filter(|k| !seen.contains(k)).collect()
+                                }
+                                Err(_) => continue,
+                            }
+                        }
+                    };
                 keys.sort();
                 for k in keys {
-                    if seen.insert(k.clone()) {
-                        names.push(k);
-                    }
+                    seen.insert(k.clone());
+                    names.push(k);
                 }
             }
             Ok(names)

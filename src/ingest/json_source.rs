@@ -88,11 +88,11 @@ fn decode<'j>(
         };
         (what.replace(" at line 1 ", " at "), None)
     })?;
+    let mut matched = 0;
     for (i, col) in job.columns.iter().enumerate() {
-        let raw = object
-            .get(&col.name)
-            .map(|r| r.get().trim())
-            .unwrap_or("null");
+        let found = object.get(&col.name);
+        matched += usize::from(found.is_some());
+        let raw = found.map(|r| r.get().trim()).unwrap_or("null");
         let fail = |r: String| (format!("column {}: {r}", col.name), Some(col.name.as_str()));
         values[i] = if raw == "null" {
             if col.required {
@@ -104,11 +104,6 @@ fn decode<'j>(
         };
     }
     // Each key matched at most one column: any key left over is one the job does not have.
-    let matched = job
-        .columns
-        .iter()
-        .filter(|c| object.contains_key(&c.name))
-        .count();
     if object.len() > matched {
         let mut unknown: Vec<String> = object
             .keys()

@@ -42,6 +42,7 @@ fn bronze_adds_new_columns_and_widens_types_by_field_id() {
     p.json(&["run", "ev"]);
     let first = p.current_snapshot("bronze.items");
     let before = field_ids(&p, "bronze.items");
+    let silver_before = field_ids(&p, "silver.items");
 
     // Default policy: a column the schema does not declare stops the run; nothing publishes.
     p.write("data/b.csv", "id,qty,price,color\n3,4,10000.00,red\n");
@@ -104,6 +105,16 @@ fn bronze_adds_new_columns_and_widens_types_by_field_id() {
     assert_eq!(
         id_of(&after, "color"),
         Some((max_before + 1, "string".into()))
+    );
+
+    // The transform reading it (SELECT *) widens and adds the same way, by field id.
+    let silver_after = field_ids(&p, "silver.items");
+    assert_eq!(
+        id_of(&silver_after, "id"),
+        Some((id_of(&silver_before, "id").unwrap().0, "long".into()))
+    );
+    assert!(
+        id_of(&silver_after, "color").unwrap().0 > silver_before.iter().map(|c| c.1).max().unwrap()
     );
 
     // Old rows read NULL for the new column and their widened values.
