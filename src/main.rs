@@ -1073,6 +1073,7 @@ impl Observer for Progress {
         let verdict = match (r.passed, r.action.as_str()) {
             (true, _) => "passed",
             (false, "warn") => "WARNING",
+            (false, "drop") => "rows dropped",
             (false, _) => "FAILED",
         };
         eprintln!(

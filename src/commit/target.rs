@@ -95,6 +95,25 @@ pub async fn prepare_target(
     let base_location = existing.metadata_location_result()?.to_string();
     let current = existing.metadata().clone();
     let current_schema = current.current_schema().clone();
+    // Rows already appended must stay readable: a column the table did not have, or had as
+    // optional, stays optional (`not null` is still enforced on the rows loaded from now on).
+    let appended: Vec<DesiredColumn>;
+    let columns = match evolution {
+        Evolution::Append { .. } => {
+            appended = columns
+                .iter()
+                .map(|c| DesiredColumn {
+                    required: c.required
+                        && current_schema
+                            .field_by_name(&c.name)
+                            .is_some_and(|f| f.required),
+                    ..c.clone()
+                })
+                .collect();
+            appended.as_slice()
+        }
+        Evolution::Rewrite { .. } => columns,
+    };
     let same_schema = current_schema.as_struct().fields().len() == columns.len()
         && current_schema
             .as_struct()

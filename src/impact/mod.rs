@@ -33,7 +33,9 @@ use crate::lineage::{
 };
 use crate::plan::{plan_pipeline, JobId};
 use crate::spec::{BadRecordPolicy, Pipeline, ReaderUses, TableName};
-use crate::transform::{clean_message, output_columns, plan_transform, session_over};
+use crate::transform::{
+    clean_message, output_columns, plan_transform, session_over, transform_quarantine_columns,
+};
 
 /// Everything `pipeline plan` found.
 #[derive(Debug, Serialize)]
@@ -215,6 +217,15 @@ pub async fn plan_changes(pipeline: &Pipeline) -> Result<SchemaPlan> {
                     }
                     renamed.insert(job.table.clone(), r);
                 }
+                if !job.drops.is_empty() {
+                    let q = transform_quarantine_columns(&columns);
+                    let schema = Arc::new(schema_to_arrow_schema(&schema_of(&q)?)?);
+                    let q_table = job.table.quarantine();
+                    let live_q = live.get(&q_table).map(arrow_of).transpose()?;
+                    live_schemas.insert(q_table.clone(), live_q.unwrap_or_else(|| schema.clone()));
+                    new_schemas.insert(q_table.clone(), schema);
+                    new_columns.insert(q_table, q);
+                }
                 new_columns.insert(job.table.clone(), columns);
             }
             Err(e) => {
@@ -341,7 +352,10 @@ fn ordered<'a>(
         names.push(job.table.clone());
         names.push(job.table.quarantine());
     }
-    names.extend(pipeline.transforms.iter().map(|j| j.table.clone()));
+    for job in &pipeline.transforms {
+        names.push(job.table.clone());
+        names.push(job.table.quarantine());
+    }
     names
         .into_iter()
         .filter_map(|t| columns.get(&t).map(|c| (t, c.as_slice())))
@@ -361,6 +375,17 @@ fn diff(
         .iter()
         .map(|f| (f.name.clone(), f.field_type.as_ref().clone()))
         .collect();
+    // A rename whose type cannot be read as the new one is a drop and an add (new field id).
+    let renamed: BTreeMap<String, String> = renamed
+        .iter()
+        .filter(|(new, old)| {
+            let old_ty = schema.field_by_name(old).map(|f| f.field_type.as_ref().clone());
+            let new_ty = columns.iter().find(|c| &c.name == *new).map(|c| &c.ty);
+            matches!((old_ty, new_ty), (Some(o), Some(n)) if type_change(&o, n) != TypeChange::Incompatible)
+        })
+        .map(|(n, o)| (n.clone(), o.clone()))
+        .collect();
+    let renamed = &renamed;
     let renamed_from: BTreeSet<&String> = renamed.values().collect();
     let mut out = Vec::new();
     for (name, ty) in &old {

@@ -5,7 +5,8 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-use super::evolve::{header_names, undeclared_error};
+use super::evolve::{header_names, reserved_error, undeclared_error};
+use super::lineage_column_names;
 use super::sink::RecordSink;
 use super::values::{parse_text, Parsed};
 use crate::error::{Error, Result};
@@ -26,8 +27,15 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
     let mut record = csv::ByteRecord::new();
     let n = job.columns.len();
     // Field index of each column (`None`: an added column this file does not have).
-    let mut positions: Vec<Option<usize>> = (0..n).map(Some).collect();
-    let mut expected_fields = n;
+    // Without a header, the declared columns are the fields in order; columns kept from
+    // earlier versions of the spec have no position and read NULL.
+    let mut positions: Vec<Option<usize>> = Vec::with_capacity(n);
+    let mut declared = 0;
+    for col in &job.columns {
+        positions.push((!col.added).then_some(declared));
+        declared += usize::from(!col.added);
+    }
+    let mut expected_fields = declared;
     if job.csv.header {
         if !reader
             .read_byte_record(&mut record)
@@ -50,11 +58,15 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
                 });
             }
         }
+        // An empty name (a trailing delimiter) names no column.
         let extra: Vec<&str> = header
             .iter()
-            .filter(|h| !job.columns.iter().any(|c| &c.name == *h))
+            .filter(|h| !h.is_empty() && !job.columns.iter().any(|c| &c.name == *h))
             .map(|h| h.as_str())
             .collect();
+        if let Some(reserved) = extra.iter().find(|h| lineage_column_names().contains(*h)) {
+            return Err(reserved_error(path, 1, reserved));
+        }
         if !extra.is_empty() {
             if job.schema_evolution == SchemaEvolution::Ignore {
                 tracing::warn!(

@@ -75,10 +75,14 @@ fn file_columns(job: &IngestJob, path: &Path) -> Result<Vec<String>> {
                 .delimiter(job.csv.delimiter)
                 .quote(job.csv.quote)
                 .from_reader(reader);
-            let mut record = csv::StringRecord::new();
-            let has = csv.read_record(&mut record).unwrap_or(false);
+            // Read like the loader reads it: bytes, lossy UTF-8.
+            let mut record = csv::ByteRecord::new();
+            let has = csv.read_byte_record(&mut record).unwrap_or(false);
             Ok(if has {
-                header_names(&record)
+                header_names(&csv::StringRecord::from_byte_record_lossy(record))
+                    .into_iter()
+                    .filter(|h| !h.is_empty())
+                    .collect()
             } else {
                 Vec::new()
             })
@@ -154,6 +158,16 @@ pub fn undeclared_error(job: &IngestJob, path: &Path, line: u64, columns: &[&str
             job.table,
             job.origin.file.display(),
             job.origin.line
+        ),
+    }
+}
+
+/// The error for a source column named like a lineage column (`_source_file`, ...).
+pub fn reserved_error(path: &Path, line: u64, name: &str) -> Error {
+    Error::Input {
+        path: path.to_path_buf(),
+        message: format!(
+            "line {line}: column `{name}` has the name of a lineage column every bronze table gets; rename it in the source"
         ),
     }
 }

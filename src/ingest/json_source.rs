@@ -8,7 +8,8 @@ use std::path::Path;
 
 use serde_json::value::RawValue;
 
-use super::evolve::undeclared_error;
+use super::evolve::{reserved_error, undeclared_error};
+use super::lineage_column_names;
 use super::sink::RecordSink;
 use super::values::{parse_date, parse_decimal, parse_integer, parse_timestamp, Parsed};
 use crate::error::{Error, Result};
@@ -52,6 +53,12 @@ pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<
                 sink.good(&values, line_no, |i| strings[i].as_str())?
             }
             Ok(unknown) => {
+                if let Some(reserved) = unknown
+                    .iter()
+                    .find(|k| lineage_column_names().contains(&k.as_str()))
+                {
+                    return Err(reserved_error(path, line_no, reserved));
+                }
                 if job.schema_evolution != SchemaEvolution::Ignore {
                     let names: Vec<&str> = unknown.iter().map(String::as_str).collect();
                     return Err(undeclared_error(job, path, line_no, &names));

@@ -141,6 +141,29 @@ pub fn pipeline_lineage(
             );
             names.push(name.clone());
         }
+        if !job.drops.is_empty() {
+            // The quarantine holds the rows the drop expectations removed, column for column.
+            let q = job.table.quarantine();
+            let mut q_names = names.clone();
+            for name in &names {
+                if let Some(origin) = out.origins.get(&ColumnRef::new(&job.table, name)).cloned() {
+                    out.origins.insert(ColumnRef::new(&q, name), origin);
+                }
+            }
+            for extra in crate::transform::QUARANTINE_EXTRA {
+                out.origins.insert(
+                    ColumnRef::new(&q, extra),
+                    ColumnOrigin::Loader {
+                        what: format!(
+                            "the drop expectation of {} the row violated, and its run",
+                            job.table
+                        ),
+                    },
+                );
+                q_names.push(extra.to_string());
+            }
+            out.tables.insert(q, q_names);
+        }
         out.tables.insert(job.table.clone(), names);
         out.uses.insert(
             job.table.clone(),

@@ -80,7 +80,9 @@ impl Recorded {
     /// What identifies a column across a rename: a passed-through column by its source
     /// column, a computed one by its sources and expression. `upstream` renames sources
     /// (`ns.table.old` -> `ns.table.new`) renamed upstream in the same change.
-    pub fn signature(&self, upstream: &BTreeMap<String, String>) -> String {
+    /// `None` when the derivation is not known well enough to recognize (a computed column
+    /// whose expression text is unknown): such a column is never taken for a rename.
+    pub fn signature(&self, upstream: &BTreeMap<String, String>) -> Option<String> {
         let mut sources: Vec<&str> = self
             .sources
             .iter()
@@ -88,9 +90,11 @@ impl Recorded {
             .collect();
         sources.sort_unstable();
         if self.direct && sources.len() == 1 {
-            format!("direct|{}", sources[0])
+            Some(format!("direct|{}", sources[0]))
+        } else if self.expr.is_empty() {
+            None
         } else {
-            format!("{}|{}", sources.join(","), self.expr)
+            Some(format!("{}|{}", sources.join(","), self.expr))
         }
     }
 }
@@ -171,12 +175,12 @@ pub fn renames(
     let vanished: Vec<(&String, String)> = old
         .iter()
         .filter(|(name, _)| !new.contains_key(*name))
-        .map(|(name, r)| (name, r.signature(upstream)))
+        .filter_map(|(name, r)| Some((name, r.signature(upstream)?)))
         .collect();
     let appeared: Vec<(&String, String)> = new
         .iter()
         .filter(|(name, _)| !old.contains_key(*name))
-        .map(|(name, r)| (name, r.signature(&BTreeMap::new())))
+        .filter_map(|(name, r)| Some((name, r.signature(&BTreeMap::new())?)))
         .collect();
     let mut out = BTreeMap::new();
     for (new_name, sig) in &appeared {

@@ -46,8 +46,8 @@ pub struct QueryLineage {
 /// that column spans still point into the SQL text).
 pub fn query_lineage(plan: &LogicalPlan) -> QueryLineage {
     let mut uses = BTreeSet::new();
-    let derived = node(plan, &mut uses);
-    let exprs = top_expressions(plan);
+    let derived = node(plan, &mut uses, &|_| None);
+    let texts = top_texts(plan);
     let outputs = plan
         .schema()
         .fields()
@@ -55,27 +55,42 @@ pub fn query_lineage(plan: &LogicalPlan) -> QueryLineage {
         .zip(derived)
         .enumerate()
         .map(|(i, (f, d))| {
-            let text = exprs
-                .get(i)
-                .map(|e| strip_alias(e).to_string())
-                .unwrap_or_default();
-            (f.name().clone(), d, text)
+            (
+                f.name().clone(),
+                d,
+                texts.get(i).cloned().unwrap_or_default(),
+            )
         })
         .collect();
     QueryLineage { outputs, uses }
 }
 
-/// The projection expressions that produce the query's columns (through sorts and limits).
-fn top_expressions(plan: &LogicalPlan) -> Vec<Expr> {
+/// The text of the expressions that produce the query's columns, without aliases (through
+/// sorts, limits and filters; a union's branches joined with ` | `). Empty when unknown.
+fn top_texts(plan: &LogicalPlan) -> Vec<String> {
     match plan {
-        LogicalPlan::Projection(p) => p.expr.clone(),
+        LogicalPlan::Projection(p) => p.expr.iter().map(|e| strip_alias(e).to_string()).collect(),
+        LogicalPlan::Union(_) => {
+            let branches: Vec<Vec<String>> = plan.inputs().iter().map(|i| top_texts(i)).collect();
+            let width = plan.schema().fields().len();
+            (0..width)
+                .map(|i| {
+                    let parts: Option<Vec<&str>> = branches
+                        .iter()
+                        .map(|b| b.get(i).map(String::as_str).filter(|t| !t.is_empty()))
+                        .collect();
+                    parts.map(|p| p.join(" | ")).unwrap_or_default()
+                })
+                .collect()
+        }
         LogicalPlan::Sort(_)
         | LogicalPlan::Limit(_)
         | LogicalPlan::Filter(_)
-        | LogicalPlan::Distinct(Distinct::All(_)) => plan
+        | LogicalPlan::Distinct(Distinct::All(_))
+        | LogicalPlan::SubqueryAlias(_) => plan
             .inputs()
             .first()
-            .map(|i| top_expressions(i))
+            .map(|i| top_texts(i))
             .unwrap_or_default(),
         _ => Vec::new(),
     }
@@ -88,23 +103,33 @@ fn strip_alias(e: &Expr) -> &Expr {
     }
 }
 
-fn node(plan: &LogicalPlan, uses: &mut BTreeSet<Use>) -> Vec<Derivation> {
+/// Resolves a column of an enclosing query (an outer reference inside a subquery).
+type Outer<'a> = &'a dyn Fn(&Column) -> Option<Derivation>;
+
+fn node(plan: &LogicalPlan, uses: &mut BTreeSet<Use>, outer: Outer) -> Vec<Derivation> {
     let inputs: Vec<&LogicalPlan> = plan.inputs();
-    let derived: Vec<Vec<Derivation>> = inputs.iter().map(|i| node(i, uses)).collect();
-    let resolve = |c: &Column| -> Option<&Derivation> {
+    let derived: Vec<Vec<Derivation>> = inputs.iter().map(|i| node(i, uses, outer)).collect();
+    let resolve = |c: &Column| -> Option<Derivation> {
         inputs.iter().zip(&derived).find_map(|(input, d)| {
             input
                 .schema()
                 .maybe_index_of_column(c)
-                .and_then(|i| d.get(i))
+                .and_then(|i| d.get(i).cloned())
         })
+    };
+    // Subqueries in this node's expressions see its inputs, then the enclosing queries.
+    let inner_outer = |c: &Column| resolve(c).or_else(|| outer(c));
+    let scope = Scope {
+        resolve: &resolve,
+        outer,
+        inner_outer: &inner_outer,
     };
     // Every column this node's expressions name is a use of its sources.
     let _ = plan.apply_expressions(|e| {
-        record_uses(e, &resolve, uses);
+        record_uses(e, &scope, uses);
         Ok(TreeNodeRecursion::Continue)
     });
-    let expr_lineage = |e: &Expr, uses: &mut BTreeSet<Use>| expression(e, &resolve, uses);
+    let expr_lineage = |e: &Expr, uses: &mut BTreeSet<Use>| expression(e, &scope, uses);
     let width = plan.schema().fields().len();
     let passthrough = || derived.first().cloned().unwrap_or_default();
     let out: Vec<Derivation> = match plan {
@@ -197,32 +222,50 @@ fn node(plan: &LogicalPlan, uses: &mut BTreeSet<Use>) -> Vec<Derivation> {
     ]
 }
 
+/// How a node's expressions resolve columns.
+struct Scope<'a> {
+    /// Columns of the node's inputs.
+    resolve: &'a dyn Fn(&Column) -> Option<Derivation>,
+    /// Outer references (the node is inside a subquery).
+    outer: Outer<'a>,
+    /// What subqueries of the node's expressions see as their outer scope.
+    inner_outer: Outer<'a>,
+}
+
+impl Scope<'_> {
+    /// The derivation an expression leaf refers to, if it is a column.
+    fn leaf(&self, e: &Expr) -> Option<(Option<Derivation>, Option<usize>)> {
+        let (d, c) = match e {
+            Expr::Column(c) => ((self.resolve)(c), c),
+            Expr::OuterReferenceColumn(_, c) => ((self.outer)(c), c),
+            _ => return None,
+        };
+        let line = c
+            .spans
+            .first()
+            .map(|s| s.start.line as usize)
+            .filter(|l| *l > 0);
+        Some((d, line))
+    }
+}
+
 /// The lineage of one expression evaluated over a node's inputs.
-fn expression<'a>(
-    e: &Expr,
-    resolve: &impl Fn(&Column) -> Option<&'a Derivation>,
-    uses: &mut BTreeSet<Use>,
-) -> Derivation {
+fn expression(e: &Expr, scope: &Scope, uses: &mut BTreeSet<Use>) -> Derivation {
     let mut sources = BTreeSet::new();
     let _ = e.apply(|x| {
-        match x {
-            Expr::Column(c) => {
-                if let Some(d) = resolve(c) {
-                    sources.extend(d.sources.iter().cloned());
-                }
+        if let Some((Some(d), _)) = scope.leaf(x) {
+            sources.extend(d.sources.iter().cloned());
+        }
+        if let Expr::ScalarSubquery(sq) = x {
+            let inner = node(&sq.subquery, uses, scope.inner_outer);
+            if let Some(first) = inner.first() {
+                sources.extend(first.sources.iter().cloned());
             }
-            Expr::ScalarSubquery(sq) => {
-                let inner = node(&sq.subquery, uses);
-                if let Some(first) = inner.first() {
-                    sources.extend(first.sources.iter().cloned());
-                }
-            }
-            _ => {}
         }
         Ok(TreeNodeRecursion::Continue)
     });
     let direct = match unwrap_passthrough(e) {
-        Expr::Column(c) => resolve(c).is_some_and(|d| d.direct),
+        Expr::Column(c) => (scope.resolve)(c).is_some_and(|d| d.direct),
         _ => false,
     };
     Derivation { sources, direct }
@@ -238,40 +281,99 @@ fn unwrap_passthrough(e: &Expr) -> &Expr {
     }
 }
 
-fn record_uses<'a>(
-    e: &Expr,
-    resolve: &impl Fn(&Column) -> Option<&'a Derivation>,
-    uses: &mut BTreeSet<Use>,
-) {
+fn record_uses(e: &Expr, scope: &Scope, uses: &mut BTreeSet<Use>) {
     let _ = e.apply(|x| {
-        match x {
-            Expr::Column(c) => {
-                if let Some(d) = resolve(c) {
-                    let line = c
-                        .spans
-                        .first()
-                        .map(|s| s.start.line as usize)
-                        .filter(|l| *l > 0);
-                    for source in &d.sources {
-                        uses.insert(Use {
-                            column: source.clone(),
-                            line,
-                        });
-                    }
-                }
+        if let Some((Some(d), line)) = scope.leaf(x) {
+            for source in &d.sources {
+                uses.insert(Use {
+                    column: source.clone(),
+                    line,
+                });
             }
-            // A subquery's own uses (its derivation is taken by `expression`).
+        }
+        // A subquery's own uses (its derivation is taken by `expression`).
+        match x {
             Expr::ScalarSubquery(sq) => {
-                node(&sq.subquery, uses);
+                node(&sq.subquery, uses, scope.inner_outer);
             }
             Expr::Exists(ex) => {
-                node(&ex.subquery.subquery, uses);
+                node(&ex.subquery.subquery, uses, scope.inner_outer);
             }
             Expr::InSubquery(ins) => {
-                node(&ins.subquery.subquery, uses);
+                node(&ins.subquery.subquery, uses, scope.inner_outer);
             }
             _ => {}
         }
         Ok(TreeNodeRecursion::Continue)
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::datasource::empty::EmptyTable;
+
+    use super::*;
+    use crate::transform::{new_session, register_table};
+
+    async fn lineage(sql: &str) -> QueryLineage {
+        let session = new_session();
+        let table = |cols: &[&str]| {
+            let fields: Vec<Field> = cols
+                .iter()
+                .map(|c| Field::new(*c, DataType::Int64, true))
+                .collect();
+            Arc::new(EmptyTable::new(Arc::new(Schema::new(fields))))
+        };
+        for (name, cols) in [
+            ("s.o", &["id", "cust", "amount"][..]),
+            ("s.c", &["cust", "tier"][..]),
+        ] {
+            register_table(&session, &TableName::parse(name).unwrap(), table(cols)).unwrap();
+        }
+        let plan = session.state().create_logical_plan(sql).await.unwrap();
+        query_lineage(&plan)
+    }
+
+    fn sources(l: &QueryLineage, i: usize) -> Vec<String> {
+        l.outputs[i]
+            .1
+            .sources
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn joins_aggregates_unions_and_outer_references() {
+        let l = lineage(
+            "SELECT c.tier, sum(o.amount) AS total\nFROM s.o o JOIN s.c c ON o.cust = c.cust\nGROUP BY c.tier",
+        )
+        .await;
+        assert_eq!(l.outputs[0].0, "tier");
+        assert_eq!(sources(&l, 0), vec!["s.c.tier"]);
+        assert!(l.outputs[0].1.direct);
+        assert_eq!(sources(&l, 1), vec!["s.o.amount"]);
+        assert!(!l.outputs[1].1.direct);
+        // The join keys are used on line 2 even though no output derives from them.
+        assert!(l.uses.contains(&Use {
+            column: ColumnRef::parse("s.o.cust").unwrap(),
+            line: Some(2)
+        }));
+
+        let l = lineage("SELECT id + cust AS x FROM s.o UNION ALL SELECT cust * 2 FROM s.c").await;
+        assert_eq!(sources(&l, 0), vec!["s.c.cust", "s.o.cust", "s.o.id"]);
+        assert_eq!(l.outputs[0].2, "s.o.id + s.o.cust | s.c.cust * Int64(2)");
+
+        // A correlated subquery's reference to the outer table is a use of it.
+        let l = lineage(
+            "SELECT o.id FROM s.o o\nWHERE EXISTS (SELECT 1 FROM s.c c\n  WHERE c.cust = o.cust)",
+        )
+        .await;
+        let used: Vec<String> = l.uses.iter().map(|u| u.column.to_string()).collect();
+        assert!(used.contains(&"s.o.cust".to_string()), "{used:?}");
+        assert!(used.contains(&"s.c.cust".to_string()), "{used:?}");
+    }
 }

@@ -61,11 +61,13 @@ pub struct AuditContext<'a> {
     pub bronze: &'a BTreeSet<TableName>,
 }
 
-fn quote(identifier: &str) -> String {
+/// A SQL identifier, double-quoted.
+pub(crate) fn quote(identifier: &str) -> String {
     format!("\"{}\"", identifier.replace('"', "\"\""))
 }
 
-fn table_ref(table: &TableName) -> String {
+/// `"namespace"."table"`.
+pub(crate) fn table_ref(table: &TableName) -> String {
     format!("{}.{}", quote(&table.namespace), quote(&table.name))
 }
 
@@ -295,14 +297,16 @@ pub async fn audit(
                 )
             }
             (Check::Volume { max_change, runs }, None) => {
-                let rows = scalar(
+                let count = scalar(
                     &session,
                     &format!("SELECT count(*) FROM {}", table_ref(&e.table)),
                 )
                 .await
-                .map_err(|x| failed(x.to_string()))?
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or_default();
+                .map_err(|x| failed(x.to_string()))?;
+                let rows = count
+                    .as_deref()
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .ok_or_else(|| failed(format!("cannot count its rows (got {count:?})")))?;
                 measured = Some(rows);
                 let history = ctx.baselines.last(&e.table, &e.name, *runs);
                 let j =
@@ -345,13 +349,13 @@ pub async fn audit(
                 )
                 .await
                 .map_err(|x| failed(x.to_string()))?;
-                let number = |i: usize| -> f64 {
+                let number = |i: usize| -> Result<f64> {
                     row.first()
                         .and_then(|r| r.get(i).cloned().flatten())
                         .and_then(|v| v.parse().ok())
-                        .unwrap_or_default()
+                        .ok_or_else(|| failed(format!("cannot count its NULLs (got {row:?})")))
                 };
-                let (nulls, rows) = (number(0), number(1));
+                let (nulls, rows) = (number(0)?, number(1)?);
                 let rate = if rows > 0.0 { nulls / rows } else { 0.0 };
                 measured = Some(rate);
                 let history = ctx.baselines.last(&e.table, &e.name, *runs);

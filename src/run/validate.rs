@@ -18,6 +18,7 @@ use crate::plan::{plan_pipeline, JobId, Plan};
 use crate::spec::{BadRecordPolicy, IngestJob, Pipeline, TableName};
 use crate::transform::{
     output_columns, plan_transform, session_over, tag_violations, transform_quarantine_columns,
+    QUARANTINE_EXTRA,
 };
 
 /// A pipeline that passed every check, with the catalog state it was checked against.
@@ -170,6 +171,19 @@ pub async fn validate(pipeline: &Pipeline) -> Result<Validated> {
             }
         }
         if !job.drops.is_empty() {
+            if let Some(clash) = columns
+                .iter()
+                .find(|c| QUARANTINE_EXTRA.contains(&c.name.as_str()))
+            {
+                return Err(Error::Sql {
+                    file: job.sql_file.clone(),
+                    line: None,
+                    message: format!(
+                        "the SELECT returns a column named `{}`, which the quarantine table of {}'s drop expectations adds; alias it",
+                        clash.name, job.table
+                    ),
+                });
+            }
             // The drop expectations must apply to the output's columns.
             tag_violations(&session, logical.clone(), &job.drops).await?;
             let q = schema_of(&transform_quarantine_columns(&columns))?;

@@ -129,7 +129,8 @@ pub fn parse_fraction(value: &toml::Value) -> Option<f64> {
     let f = match value {
         toml::Value::String(s) => s.trim().strip_suffix('%')?.trim().parse::<f64>().ok()? / 100.0,
         toml::Value::Float(f) => *f,
-        toml::Value::Integer(i) => *i as f64,
+        // `50` is much more likely to mean 50% than 5000%: only 0 and 1 are taken as fractions.
+        toml::Value::Integer(i @ (0 | 1)) => *i as f64,
         _ => return None,
     };
     (f.is_finite() && f >= 0.0).then_some(f)
@@ -163,6 +164,8 @@ mod tests {
         assert_eq!(parse_fraction(&toml::Value::Float(0.25)), Some(0.25));
         assert_eq!(parse_fraction(&toml::Value::String("half".into())), None);
         assert_eq!(parse_fraction(&toml::Value::Float(-1.0)), None);
+        assert_eq!(parse_fraction(&toml::Value::Integer(50)), None);
+        assert_eq!(parse_fraction(&toml::Value::Integer(1)), Some(1.0));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use iceberg::spec::{PrimitiveType, Type};
 
 use crate::commit::DesiredColumn;
 use crate::error::{Error, Result};
-use crate::quality::violation_predicate;
+use crate::quality::{quote, table_ref, violation_predicate};
 use crate::spec::{Check, Expectation};
 
 /// Name of the view holding a transform's output while its rows are tagged.
@@ -24,11 +24,14 @@ const OUTPUT_VIEW: &str = "__pipeline_output";
 /// Name of the tag column (the violated expectation, NULL for rows kept).
 const TAG: &str = "__pipeline_dropped_by";
 
+/// The columns a transform's quarantine table adds to the table's.
+pub const QUARANTINE_EXTRA: [&str; 2] = ["_expectation", "_dropped_in_run"];
+
 /// The columns of a transform's quarantine table: the table's columns, then `_expectation`
-/// (the name of the `drop` expectation the row violated) and `_run_id`.
+/// (the name of the `drop` expectation the row violated) and `_dropped_in_run` (the run id).
 pub fn quarantine_columns(columns: &[DesiredColumn]) -> Vec<DesiredColumn> {
     let mut out = columns.to_vec();
-    for name in ["_expectation", "_run_id"] {
+    for name in QUARANTINE_EXTRA {
         out.push(DesiredColumn {
             name: name.into(),
             ty: Type::Primitive(PrimitiveType::String),
@@ -45,30 +48,33 @@ pub async fn tag_violations(
     plan: LogicalPlan,
     drops: &[Expectation],
 ) -> Result<LogicalPlan> {
+    let names: Vec<String> = plan
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| format!("o.{}", quote(f.name())))
+        .collect();
     session.register_table(OUTPUT_VIEW, Arc::new(ViewTable::new(plan, None)))?;
-    // A lookup (relationships) is a join with the looked-up values, built from the lookup
-    // (the small side) while the output streams through; NULL on its side means no match.
-    let mut from = format!("\"{OUTPUT_VIEW}\" o");
+    // A lookup (relationships) joins the looked-up values, built from the lookup (the small
+    // side) while the output streams through; each join adds its key column, NULL when the
+    // value is missing. Joins nest as subqueries, one per lookup.
+    let mut from = quote(OUTPUT_VIEW);
     let mut case = String::from("CASE");
     for (i, e) in drops.iter().enumerate() {
+        let key = quote(&format!("__k{i}"));
         let predicate = match &e.check {
             Check::Relationships {
                 column,
                 to_table,
                 to_column,
             } => {
-                let (key, alias) = (format!("__k{i}"), format!("__r{i}"));
                 from = format!(
-                    "(SELECT DISTINCT {1} AS \"{key}\" FROM \"{2}\".\"{3}\" WHERE {1} IS NOT NULL) \"{alias}\" RIGHT JOIN {from} ON o.{0} = \"{alias}\".\"{key}\"",
+                    "(SELECT o.*, r.{key} FROM (SELECT DISTINCT {1} AS {key} FROM {2} WHERE {1} IS NOT NULL) r RIGHT JOIN {from} o ON o.{0} = r.{key})",
                     quote(column),
                     quote(to_column),
-                    to_table.namespace,
-                    to_table.name
+                    table_ref(to_table)
                 );
-                format!(
-                    "o.{0} IS NOT NULL AND \"{alias}\".\"{key}\" IS NULL",
-                    quote(column)
-                )
+                format!("o.{0} IS NOT NULL AND o.{key} IS NULL", quote(column))
             }
             check => violation_predicate(check).ok_or_else(|| {
                 Error::Usage(format!(
@@ -83,19 +89,29 @@ pub async fn tag_violations(
         ));
     }
     case.push_str(" END");
-    let sql = format!("SELECT o.*, {case} AS \"{TAG}\" FROM {from}");
+    let sql = format!(
+        "SELECT {}, {case} AS {} FROM {from} o",
+        names.join(", "),
+        quote(TAG)
+    );
     let tagged = session
         .sql(&sql)
         .await
         .map_err(|e| Error::Pipeline {
             file: drops[0].origin.file.clone(),
             message: format!(
-                "line {}: the drop expectations on {} do not apply to its rows: {}",
-                drops[0].origin.line,
+                "the drop expectations on {} (lines {}) do not apply to its rows: {}",
                 drops[0].table,
+                drops
+                    .iter()
+                    .map(|d| d.origin.line.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 super::clean_message(&e)
             ),
-            hint: Some("check the column names the expectations use".into()),
+            hint: Some(
+                "check the columns they name: the table's output columns, and for relationships the looked-up table's column".into(),
+            ),
         })?
         .into_unoptimized_plan();
     Ok(tagged)
@@ -126,8 +142,12 @@ pub fn split(
         *counts.entry(name.to_string()).or_default() += 1;
     }
     let mut fields: Vec<Arc<Field>> = dropped.schema().fields().iter().cloned().collect();
-    fields[n - 1] = Arc::new(Field::new("_expectation", DataType::Utf8, true));
-    fields.push(Arc::new(Field::new("_run_id", DataType::Utf8, true)));
+    fields[n - 1] = Arc::new(Field::new(QUARANTINE_EXTRA[0], DataType::Utf8, true));
+    fields.push(Arc::new(Field::new(
+        QUARANTINE_EXTRA[1],
+        DataType::Utf8,
+        true,
+    )));
     let mut columns: Vec<ArrayRef> = dropped.columns().to_vec();
     columns[n - 1] = Arc::new(names.clone());
     columns.push(Arc::new(StringArray::from(vec![
@@ -136,8 +156,4 @@ pub fn split(
     ])));
     let quarantined = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
     Ok((kept, Some(quarantined)))
-}
-
-fn quote(identifier: &str) -> String {
-    format!("\"{}\"", identifier.replace('"', "\"\""))
 }

@@ -22,7 +22,9 @@ use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::Statement;
 use futures::StreamExt;
 
-pub use drop::{quarantine_columns as transform_quarantine_columns, tag_violations};
+pub use drop::{
+    quarantine_columns as transform_quarantine_columns, tag_violations, QUARANTINE_EXTRA,
+};
 pub use range_filter::range_predicate;
 pub use row_count::CountedTable;
 pub use session::{new_session, register_table, session_over};

@@ -227,6 +227,13 @@ action = "drop"
 
 [[expect]]
 table = "silver.items"
+check = "relationships"
+column = "id"
+to = "bronze.items.id"
+action = "drop"
+
+[[expect]]
+table = "silver.items"
 check = "range"
 column = "price"
 min = 0
@@ -239,7 +246,8 @@ fn drop_expectations_send_violating_rows_to_quarantine_and_publish_the_rest() {
     let run_id = report["run_id"].as_str().unwrap().to_string();
     // Kept: ids 1 (A) and 2 (B). Dropped: 2/Z by accepted_values (the first drop it breaks;
     // relationships would drop it too) and 4/NULL by not_null (NULL is not a value outside
-    // A, B). The range check (fail) then passes on what is left.
+    // A, B). Every id is in bronze.items (a second lookup, joined too). The range check
+    // (fail) then passes on what is left.
     assert_eq!(
         p.query("SELECT id, code FROM silver.items ORDER BY id"),
         vec![
@@ -249,7 +257,7 @@ fn drop_expectations_send_violating_rows_to_quarantine_and_publish_the_rest() {
     );
     assert_eq!(
         p.query(
-            "SELECT id, code, price, _expectation, _run_id FROM silver.items__quarantine ORDER BY id"
+            "SELECT id, code, price, _expectation, _dropped_in_run FROM silver.items__quarantine ORDER BY id"
         ),
         vec![
             vec![
@@ -312,6 +320,12 @@ fn drop_expectations_send_violating_rows_to_quarantine_and_publish_the_rest() {
             ),
             (
                 "relationships(code)".into(),
+                "drop".into(),
+                0,
+                "0 violating rows dropped to silver.items__quarantine".into()
+            ),
+            (
+                "relationships(id)".into(),
                 "drop".into(),
                 0,
                 "0 violating rows dropped to silver.items__quarantine".into()

@@ -208,3 +208,69 @@ fn bronze_adds_new_columns_and_widens_types_by_field_id() {
     );
     assert!(field_ids(&p, "bronze.items").iter().all(|c| c.0 != "size"));
 }
+
+#[test]
+fn headerless_files_and_new_not_null_columns_keep_earlier_rows_readable() {
+    let p = Project::empty();
+    let spec = |schema: &str| {
+        format!(
+            "[pipeline]\nname = \"h\"\n\n[[ingest]]\ntable = \"bronze.h\"\nformat = \"csv\"\n\
+             path = \"data/*.csv\"\nheader = false\nschema = {{ {schema} }}\n"
+        )
+    };
+    p.write(
+        "pipelines/h.toml",
+        &spec("a = \"long\", b = \"long\", c = \"long\""),
+    );
+    p.write("data/1.csv", "1,2,3\n");
+    p.json(&["run", "h"]);
+    // The feed drops `c`: the table keeps it (old rows keep their values), new rows read NULL,
+    // and `b` is still read from the second field.
+    p.write("pipelines/h.toml", &spec("a = \"long\", b = \"long\""));
+    p.write("data/2.csv", "4,5\n");
+    p.json(&["run", "h"]);
+    assert_eq!(
+        p.query("SELECT a, b, c FROM bronze.h ORDER BY a"),
+        vec![
+            vec![Some("1".into()), Some("2".into()), Some("3".into())],
+            vec![Some("4".into()), Some("5".into()), None],
+        ]
+    );
+    // A new `not null` column: enforced on new rows, optional in the table (old rows have no
+    // value).
+    p.write(
+        "pipelines/h.toml",
+        &spec("a = \"long\", b = \"long\", d = \"long not null\""),
+    );
+    p.write("data/3.csv", "6,7,8\n");
+    p.json(&["run", "h"]);
+    let d = p.json(&["describe", "bronze.h"])["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "d")
+        .cloned()
+        .unwrap();
+    assert_eq!(d["required"], false);
+    assert_eq!(
+        p.query("SELECT a, d FROM bronze.h ORDER BY a"),
+        vec![
+            vec![Some("1".into()), None],
+            vec![Some("4".into()), None],
+            vec![Some("6".into()), Some("8".into())],
+        ]
+    );
+    let readers = p.independent_readers();
+    for reader in ["pyiceberg", "duckdb"] {
+        assert_eq!(
+            readers["bronze.h"][reader]["rows"].as_u64(),
+            Some(3),
+            "{reader}"
+        );
+        assert_eq!(
+            readers["bronze.h"][reader]["sums"]["d"].as_str(),
+            Some("8"),
+            "{reader}"
+        );
+    }
+}
