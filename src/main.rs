@@ -151,6 +151,7 @@ enum Command {
     ///   pipeline plan retail --fail-on-breaking
     #[command(verbatim_doc_comment)]
     Plan {
+        /// Pipeline name: pipelines/<PIPELINE>.toml.
         pipeline: String,
         /// Exit with status 3 when any change is breaking (or a transform would fail).
         #[arg(long)]

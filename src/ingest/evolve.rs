@@ -5,7 +5,7 @@
 //! added stays: later runs load it from the files that have it, whatever the policy, so a
 //! bronze table never loses a column.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -41,12 +41,48 @@ pub fn with_added_columns(job: &IngestJob, live: Option<&TableMetadata>) -> Inge
     job
 }
 
+/// A file's index in the job's file list, and its column names.
+type FileColumns = (usize, Vec<String>);
+
 /// Adds to `job` (as string columns) every column of `files` it does not have, in the order
 /// first seen; returns their names.
 pub fn add_new_columns(job: &mut IngestJob, files: &[PathBuf]) -> Result<Vec<String>> {
+    // Files are scanned in parallel (one thread per core), then merged in file order.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len())
+        .max(1);
+    let scanned: Vec<Result<Vec<FileColumns>>> = std::thread::scope(|scope| {
+        let job = &*job;
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    files
+                        .iter()
+                        .enumerate()
+                        .skip(t)
+                        .step_by(threads)
+                        .map(|(i, path)| Ok((i, file_columns(job, path)?)))
+                        .collect::<Result<Vec<_>>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Usage("a column scan panicked".into())))
+            })
+            .collect()
+    });
+    let mut per_file = Vec::new();
+    for part in scanned {
+        per_file.extend(part?);
+    }
+    per_file.sort_by_key(|(i, _)| *i);
     let mut found = Vec::new();
-    for path in files {
-        for name in file_columns(job, path)? {
+    for (_, names) in per_file {
+        for name in names {
             let known = job.columns.iter().any(|c| c.name == name) || found.contains(&name);
             if !known && !lineage_column_names().contains(&name.as_str()) {
                 found.push(name);
@@ -99,32 +135,72 @@ fn file_columns(job: &IngestJob, path: &Path) -> Result<Vec<String>> {
                 if n == 0 {
                     break;
                 }
-                // Keys borrowed from the line when they have no escapes (the common case);
-                // lines that are not objects are the loader's to report.
-                let mut keys: Vec<String> =
-                    match serde_json::from_str::<HashMap<&str, IgnoredAny>>(&line) {
-                        Ok(object) => object
-                            .into_keys()
-                            .filter(|k| !seen.contains(*k))
-                            .map(str::to_string)
-                            .collect(),
-                        Err(_) => {
-                            match serde_json::from_str::<HashMap<String, IgnoredAny>>(&line) {
-                                Ok(object) => {
-                                    object.into_keys().filter(|k| !seen.contains(k)).collect()
-                                }
-                                Err(_) => continue,
-                            }
-                        }
-                    };
+                // Lines that are not objects are the loader's to report.
+                let mut keys = Vec::new();
+                let mut de = serde_json::Deserializer::from_str(&line);
+                let visitor = NewKeys {
+                    seen: &seen,
+                    out: &mut keys,
+                };
+                if serde::Deserializer::deserialize_map(&mut de, visitor).is_err() {
+                    continue;
+                }
                 keys.sort();
                 for k in keys {
-                    seen.insert(k.clone());
-                    names.push(k);
+                    if seen.insert(k.clone()) {
+                        names.push(k);
+                    }
                 }
             }
             Ok(names)
         }
+    }
+}
+
+/// Collects the keys of one JSON object that are not in `seen`, without building the object:
+/// keys are compared where they lie in the line, values skipped.
+struct NewKeys<'a> {
+    seen: &'a BTreeSet<String>,
+    out: &'a mut Vec<String>,
+}
+
+impl<'de> serde::de::Visitor<'de> for NewKeys<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            map.next_value::<IgnoredAny>()?;
+            if !self.seen.contains(key.0.as_ref()) && !self.out.iter().any(|k| *k == key.0) {
+                self.out.push(key.0.into_owned());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A JSON key, borrowed from the line unless it has escapes.
+struct Key<'a>(std::borrow::Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 

@@ -139,6 +139,21 @@ fn violations_sql(e: &Expectation) -> Option<String> {
     })
 }
 
+/// A cheaper query counting the violating rows, where the listing query is costly.
+fn count_sql(e: &Expectation) -> Option<String> {
+    match &e.check {
+        Check::Unique { columns } => {
+            let cols: Vec<String> = columns.iter().map(|c| quote(c)).collect();
+            Some(format!(
+                "SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM (SELECT count(*) AS n FROM {} GROUP BY {} HAVING count(*) > 1)",
+                table_ref(&e.table),
+                cols.join(", ")
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// The result of a `drop` expectation: its violating rows went to `quarantine` as the table
 /// was written.
 pub fn dropped_result(e: &Expectation, dropped: u64, quarantine: &TableName) -> QualityResult {
@@ -176,31 +191,12 @@ pub async fn audit(
     let session = new_session();
     let mut registered = HashSet::new();
     let mut wanted: Vec<&TableName> = due.iter().map(|e| &e.table).collect();
-    // Anomalies name their upstream causes from the other tables this run changed.
-    if due
-        .iter()
-        .any(|e| matches!(e.check, Check::Volume { .. } | Check::NullRate { .. }))
-    {
-        wanted.extend(changed.keys().copied());
-    }
     for e in &due {
         if let Check::Relationships { to_table, .. } = &e.check {
             wanted.push(to_table);
         }
     }
-    for name in wanted {
-        if !registered.insert(name.clone()) {
-            continue;
-        }
-        let table = match changed.get(name) {
-            Some(s) => s.reader(catalog.file_io())?,
-            None => catalog.load_existing(name).await?,
-        };
-        let provider = IcebergStaticTableProvider::try_new_from_table(table)
-            .await
-            .map_err(|e| Error::table(name, "cannot read table for its expectations", e))?;
-        register_table(&session, name, Arc::new(provider))?;
-    }
+    register(&session, &wanted, &changed, catalog, &mut registered).await?;
     let mut results = Vec::new();
     for e in due {
         let failed = |message: String| Error::Pipeline {
@@ -215,41 +211,61 @@ pub async fn audit(
         let (violations, detail, sample) = match (&e.check, violations_sql(e)) {
             (_, Some(sql)) => {
                 let df = session.sql(&sql).await.map_err(|x| failed(x.to_string()))?;
-                let count = df
-                    .clone()
-                    .count()
-                    .await
-                    .map_err(|x| failed(x.to_string()))? as u64;
-                let mut sample = Vec::new();
-                if count > 0 {
+                let sample_of = |df: datafusion::prelude::DataFrame| async move {
                     let limited = df.limit(0, Some(SAMPLE_ROWS))?;
                     let schema = limited.schema().as_arrow().clone();
                     let batches = limited.collect().await?;
                     let rows = batches_to_rows(&schema, &batches)?;
-                    for row in rows.rows {
-                        sample.push(
-                            rows.columns
-                                .iter()
-                                .zip(row)
-                                .map(|(c, v)| format!("{c}={}", v.unwrap_or_else(|| "NULL".into())))
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                        );
+                    Ok::<_, Error>(
+                        rows.rows
+                            .into_iter()
+                            .map(|row| {
+                                rows.columns
+                                    .iter()
+                                    .zip(row)
+                                    .map(|(c, v)| {
+                                        format!("{c}={}", v.unwrap_or_else(|| "NULL".into()))
+                                    })
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            })
+                            .collect::<Vec<_>>(),
+                    )
+                };
+                let (count, sample) = match count_sql(e) {
+                    // One aggregate pass counts; the rows are listed only when there are some.
+                    Some(count_sql) => {
+                        let count = scalar(&session, &count_sql)
+                            .await
+                            .map_err(|x| failed(x.to_string()))?
+                            .and_then(|v| v.parse::<u64>().ok())
+                            .ok_or_else(|| failed("cannot count the violating rows".into()))?;
+                        let sample = if count > 0 {
+                            sample_of(df).await?
+                        } else {
+                            Vec::new()
+                        };
+                        (count, sample)
                     }
-                }
+                    // The sample first: fewer rows than it asks for is the whole count.
+                    None => {
+                        let sample = sample_of(df.clone()).await?;
+                        let count = if sample.len() < SAMPLE_ROWS {
+                            sample.len() as u64
+                        } else {
+                            df.count().await.map_err(|x| failed(x.to_string()))? as u64
+                        };
+                        (count, sample)
+                    }
+                };
                 let plural = if count == 1 { "" } else { "s" };
                 (count, format!("{count} violating row{plural}"), sample)
             }
             (Check::RowCount { min, max }, None) => {
-                let rows = scalar(
-                    &session,
-                    &format!("SELECT count(*) FROM {}", table_ref(&e.table)),
-                )
-                .await
-                .map_err(|x| failed(x.to_string()))?
-                .unwrap_or_default()
-                .parse::<u64>()
-                .unwrap_or_default();
+                // The staged snapshot's summary counts its rows.
+                let staged = changed[&e.table];
+                let rows =
+                    crate::run::total_records(staged.metadata.snapshot_by_id(staged.snapshot_id));
                 let low = min.is_some_and(|m| rows < m);
                 let high = max.is_some_and(|m| rows > m);
                 let bounds = match (min, max) {
@@ -297,21 +313,19 @@ pub async fn audit(
                 )
             }
             (Check::Volume { max_change, runs }, None) => {
-                let count = scalar(
-                    &session,
-                    &format!("SELECT count(*) FROM {}", table_ref(&e.table)),
-                )
-                .await
-                .map_err(|x| failed(x.to_string()))?;
-                let rows = count
-                    .as_deref()
-                    .and_then(|v| v.parse::<f64>().ok())
-                    .ok_or_else(|| failed(format!("cannot count its rows (got {count:?})")))?;
+                // The staged snapshot's summary counts its rows.
+                let staged = changed[&e.table];
+                let rows =
+                    crate::run::total_records(staged.metadata.snapshot_by_id(staged.snapshot_id))
+                        as f64;
                 measured = Some(rows);
                 let history = ctx.baselines.last(&e.table, &e.name, *runs);
                 let j =
                     anomaly::judge(rows, history, *max_change, true, |v| format!("{v:.0} rows"));
                 let causes = if j.anomalous {
+                    // The other tables this run changed name the causes.
+                    let all: Vec<&TableName> = changed.keys().copied().collect();
+                    register(&session, &all, &changed, catalog, &mut registered).await?;
                     anomaly::upstream_causes(
                         &session,
                         &e.table,
@@ -363,6 +377,9 @@ pub async fn audit(
                     format!("{:.1}% NULL", v * 100.0)
                 });
                 let causes = if j.anomalous {
+                    // The other tables this run changed name the causes.
+                    let all: Vec<&TableName> = changed.keys().copied().collect();
+                    register(&session, &all, &changed, catalog, &mut registered).await?;
                     anomaly::upstream_causes(
                         &session,
                         &e.table,
@@ -397,6 +414,31 @@ pub async fn audit(
         });
     }
     Ok(results)
+}
+
+/// Makes `tables` readable in `session` (staged versions for the tables this run changed),
+/// each once.
+async fn register(
+    session: &datafusion::prelude::SessionContext,
+    tables: &[&TableName],
+    changed: &HashMap<&TableName, &StagedTable>,
+    catalog: &PipelineCatalog,
+    registered: &mut HashSet<TableName>,
+) -> Result<()> {
+    for name in tables {
+        if !registered.insert((*name).clone()) {
+            continue;
+        }
+        let table = match changed.get(name) {
+            Some(s) => s.reader(catalog.file_io())?,
+            None => catalog.load_existing(name).await?,
+        };
+        let provider = IcebergStaticTableProvider::try_new_from_table(table)
+            .await
+            .map_err(|e| Error::table(*name, "cannot read table for its expectations", e))?;
+        register_table(session, name, Arc::new(provider))?;
+    }
+    Ok(())
 }
 
 /// The first column of the first row of `sql`, as a string.
