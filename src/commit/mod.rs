@@ -52,7 +52,9 @@ pub use diff::{changed_files, file_times, FileTimes};
 pub use expire::expire_snapshots;
 pub use produce::{stage_snapshot, WriteMode};
 pub use range::{Grain, PartitionRange};
-pub use target::{prepare_target, schema_of, DesiredColumn, Evolution, TableTarget};
+pub use target::{
+    prepare_target, prepare_target_from, schema_of, DesiredColumn, Evolution, TableTarget,
+};
 pub use widen::{type_change, TypeChange, WIDENINGS};
 
 use std::sync::Arc;

@@ -61,8 +61,32 @@ pub async fn prepare_target(
     properties: HashMap<String, String>,
     evolution: &Evolution,
 ) -> Result<TableTarget> {
+    let existing = catalog.load(table).await?;
+    prepare_target_from(
+        catalog,
+        table,
+        existing,
+        columns,
+        partition_by,
+        properties,
+        evolution,
+    )
+    .await
+}
+
+/// [`prepare_target`] on `existing`, the table as the caller already loaded it (`None`: it
+/// does not exist).
+pub async fn prepare_target_from(
+    catalog: &PipelineCatalog,
+    table: &TableName,
+    existing: Option<iceberg::table::Table>,
+    columns: &[DesiredColumn],
+    partition_by: &[PartitionField],
+    properties: HashMap<String, String>,
+    evolution: &Evolution,
+) -> Result<TableTarget> {
     catalog.ensure_namespace(&table.namespace).await?;
-    let existing = match catalog.load(table).await? {
+    let existing = match existing {
         Some(existing) => existing,
         None => {
             let schema = schema_with_ids(columns, &[], 0)?;

@@ -26,13 +26,13 @@ use crate::catalog::PipelineCatalog;
 use crate::commit::{schema_of, type_change, DesiredColumn, TypeChange};
 use crate::error::Result;
 use crate::ingest::evolve::with_added_columns;
-use crate::ingest::{bronze_columns, quarantine_columns};
+use crate::ingest::output_tables;
 use crate::lineage::{
     pipeline_lineage, query_lineage, record, recorded_on, renames, ColumnRef, PipelineLineage,
     QueryLineage,
 };
 use crate::plan::{plan_pipeline, JobId};
-use crate::spec::{BadRecordPolicy, Pipeline, ReaderUses, TableName};
+use crate::spec::{Pipeline, ReaderUses, TableName};
 use crate::transform::{
     clean_message, output_columns, plan_transform, session_over, transform_quarantine_columns,
 };
@@ -171,11 +171,7 @@ pub async fn plan_changes(pipeline: &Pipeline) -> Result<SchemaPlan> {
     let mut ingests = Vec::new();
     for job in &pipeline.ingests {
         let job = with_added_columns(job, live.get(&job.table));
-        let mut outputs = vec![(job.table.clone(), bronze_columns(&job))];
-        if job.on_bad_record == BadRecordPolicy::Quarantine {
-            outputs.push((job.table.quarantine(), quarantine_columns()));
-        }
-        for (table, columns) in outputs {
+        for (table, columns) in output_tables(&job) {
             let schema = Arc::new(schema_to_arrow_schema(&schema_of(&columns)?)?);
             let live_schema = live.get(&table).map(arrow_of).transpose()?;
             live_schemas.insert(table.clone(), live_schema.unwrap_or_else(|| schema.clone()));

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{Break, ChangeKind, SchemaPlan};
+use super::{Break, ChangeKind, Failure, SchemaPlan};
 
 /// The plan as the terminal shows it.
 pub fn render_text(plan: &SchemaPlan) -> String {
@@ -37,36 +37,37 @@ pub fn render_text(plan: &SchemaPlan) -> String {
             }
         }
     }
-    if !plan.failures.is_empty() {
-        let _ = writeln!(out, "\ntransforms that would fail against the new schemas:");
-        for f in &plan.failures {
-            let line = f.line.map(|l| format!(":{l}")).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  BREAKING  {} ({}{line}): {}",
-                f.name,
-                f.file.display(),
-                f.message
-            );
-        }
+    failure_list(
+        &mut out,
+        "transforms that would fail against the new schemas:",
+        "BREAKING  ",
+        &plan.failures,
+    );
+    failure_list(
+        &mut out,
+        "readers whose SQL fails against the live tables (already broken, or declared wrong; not checked):",
+        "",
+        &plan.unplanned_readers,
+    );
+    out
+}
+
+/// A titled list of queries that do not plan, each as `name (file:line): message`.
+fn failure_list(out: &mut String, title: &str, mark: &str, failures: &[Failure]) {
+    if failures.is_empty() {
+        return;
     }
-    if !plan.unplanned_readers.is_empty() {
+    let _ = writeln!(out, "\n{title}");
+    for f in failures {
+        let line = f.line.map(|l| format!(":{l}")).unwrap_or_default();
         let _ = writeln!(
             out,
-            "\nreaders whose SQL does not plan against the live tables (not checked):"
+            "  {mark}{} ({}{line}): {}",
+            f.name,
+            f.file.display(),
+            f.message
         );
-        for f in &plan.unplanned_readers {
-            let line = f.line.map(|l| format!(":{l}")).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  {} ({}{line}): {}",
-                f.name,
-                f.file.display(),
-                f.message
-            );
-        }
     }
-    out
 }
 
 fn describe(kind: &ChangeKind) -> String {

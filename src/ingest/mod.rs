@@ -27,7 +27,8 @@ pub use sink::FileStats;
 use self::batch::{BatchAssembler, QuarantineAssembler};
 use self::sink::{Message, RecordSink};
 use crate::commit::{
-    prepare_target, schema_of, stage_snapshot, DesiredColumn, Evolution, StagedTable, WriteMode,
+    prepare_target, prepare_target_from, schema_of, stage_snapshot, DesiredColumn, Evolution,
+    StagedTable, WriteMode,
 };
 use crate::context::JobContext;
 use crate::error::{Error, Result};
@@ -128,6 +129,16 @@ pub fn bronze_columns(job: &IngestJob) -> Vec<DesiredColumn> {
     columns
 }
 
+/// The tables an ingest job writes, with their columns: its bronze table and, under the
+/// `quarantine` policy, its quarantine table.
+pub fn output_tables(job: &IngestJob) -> Vec<(crate::spec::TableName, Vec<DesiredColumn>)> {
+    let mut out = vec![(job.table.clone(), bronze_columns(job))];
+    if job.on_bad_record == BadRecordPolicy::Quarantine {
+        out.push((job.table.quarantine(), quarantine_columns()));
+    }
+    out
+}
+
 /// Names of the lineage columns every bronze table ends with.
 pub fn lineage_column_names() -> [&'static str; 4] {
     ["_source_file", "_source_line", "_ingested_at", "_run_id"]
@@ -183,18 +194,7 @@ pub async fn run_ingest(
     // Columns added by earlier runs stay in the table and are loaded where files have them.
     let live = catalog.load(&job.table).await?;
     let mut evolved = evolve::with_added_columns(job, live.as_ref().map(|t| t.metadata()));
-    let evolution = Evolution::Append {
-        declared_in: Some(job.origin.clone()),
-    };
-    let mut target = prepare_target(
-        catalog,
-        &job.table,
-        &bronze_columns(&evolved),
-        &job.partition_by,
-        HashMap::new(),
-        &evolution,
-    )
-    .await?;
+    let mut target = bronze_target(catalog, live.clone(), &evolved).await?;
     // A pattern matching nothing is a mistake on a table's first load; later, loaded files
     // are often moved away from the landing folder, so it only means "nothing new".
     if let Some(pattern) = unmatched.first() {
@@ -287,15 +287,7 @@ pub async fn run_ingest(
         if !found.is_empty() {
             tracing::info!(table = %job.table, columns = %found.join(", "), "adding columns found in the source files (schema_evolution = \"add_columns\")");
             evolved = scanned;
-            target = prepare_target(
-                catalog,
-                &job.table,
-                &bronze_columns(&evolved),
-                &job.partition_by,
-                HashMap::new(),
-                &evolution,
-            )
-            .await?;
+            target = bronze_target(catalog, live, &evolved).await?;
             added_columns = found;
         }
     }
@@ -463,6 +455,27 @@ pub async fn run_ingest(
         rewritten_rows,
         added_columns,
     })
+}
+
+/// The bronze table of `job` (as loaded: `live`) prepared for an append of its columns.
+async fn bronze_target(
+    catalog: &crate::catalog::PipelineCatalog,
+    live: Option<iceberg::table::Table>,
+    job: &IngestJob,
+) -> Result<crate::commit::TableTarget> {
+    let evolution = Evolution::Append {
+        declared_in: Some(job.origin.clone()),
+    };
+    prepare_target_from(
+        catalog,
+        &job.table,
+        live,
+        &bronze_columns(job),
+        &job.partition_by,
+        HashMap::new(),
+        &evolution,
+    )
+    .await
 }
 
 /// Rewrites the data files of `target` holding rows whose `column` names a reloaded file.

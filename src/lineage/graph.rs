@@ -63,19 +63,29 @@ impl PipelineLineage {
 
     /// Every column computed from `column`, at any distance, nearest first.
     pub fn all_downstream(&self, column: &ColumnRef) -> Vec<ColumnRef> {
-        let mut seen = BTreeSet::new();
-        let mut order = Vec::new();
-        let mut queue = std::collections::VecDeque::from([column.clone()]);
-        while let Some(c) = queue.pop_front() {
-            for d in self.downstream(&c) {
-                if seen.insert(d.clone()) {
-                    order.push(d.clone());
-                    queue.push_back(d);
-                }
+        reach(column, |c| self.downstream(c))
+    }
+
+    /// Every column `column` is computed from, at any distance, nearest first.
+    pub fn all_upstream(&self, column: &ColumnRef) -> Vec<ColumnRef> {
+        reach(column, |c| self.upstream(c))
+    }
+}
+
+/// Every column reachable from `start` by `step`, breadth first, without `start`.
+fn reach(start: &ColumnRef, step: impl Fn(&ColumnRef) -> Vec<ColumnRef>) -> Vec<ColumnRef> {
+    let mut seen = BTreeSet::new();
+    let mut order = Vec::new();
+    let mut queue = std::collections::VecDeque::from([start.clone()]);
+    while let Some(c) = queue.pop_front() {
+        for next in step(&c) {
+            if next != *start && seen.insert(next.clone()) {
+                order.push(next.clone());
+                queue.push_back(next);
             }
         }
-        order
     }
+    order
 }
 
 /// Assembles the lineage of `pipeline` from each transform's query lineage (by the table it

@@ -11,7 +11,7 @@ use super::{quote, scalar_rows, table_ref};
 use crate::catalog::RunRecord;
 use crate::commit::StagedTable;
 use crate::error::Result;
-use crate::lineage::{ColumnOrigin, ColumnRef, PipelineLineage};
+use crate::lineage::{ColumnRef, PipelineLineage};
 use crate::spec::TableName;
 
 /// Earlier measurements of each anomaly expectation, oldest first.
@@ -162,7 +162,7 @@ pub async fn upstream_causes(
             }
         }
         Some(column) => {
-            for source in upstream_columns(lineage, &ColumnRef::new(table, column)) {
+            for source in lineage.all_upstream(&ColumnRef::new(table, column)) {
                 let Some(staged) = changed.get(&source.table) else {
                     continue;
                 };
@@ -215,23 +215,6 @@ fn upstream_tables(lineage: &PipelineLineage, table: &TableName) -> Vec<TableNam
             if u.column.table != *table && !out.contains(&u.column.table) {
                 out.push(u.column.table.clone());
                 queue.push_back(u.column.table.clone());
-            }
-        }
-    }
-    out
-}
-
-/// Columns `column` is computed from, at any distance, nearest first (itself excluded).
-fn upstream_columns(lineage: &PipelineLineage, column: &ColumnRef) -> Vec<ColumnRef> {
-    let mut out: Vec<ColumnRef> = Vec::new();
-    let mut queue = std::collections::VecDeque::from([column.clone()]);
-    while let Some(c) = queue.pop_front() {
-        if let Some(ColumnOrigin::Transform { derivation, .. }) = lineage.origins.get(&c) {
-            for s in &derivation.sources {
-                if !out.contains(s) {
-                    out.push(s.clone());
-                    queue.push_back(s.clone());
-                }
             }
         }
     }

@@ -208,7 +208,7 @@ pub async fn audit(
             hint: None,
         };
         let mut measured = None;
-        let (violations, detail, sample) = match (&e.check, violations_sql(e)) {
+        let evaluated = match (&e.check, violations_sql(e)) {
             (_, Some(sql)) => {
                 let df = session.sql(&sql).await.map_err(|x| failed(x.to_string()))?;
                 let sample_of = |df: datafusion::prelude::DataFrame| async move {
@@ -259,7 +259,7 @@ pub async fn audit(
                     }
                 };
                 let plural = if count == 1 { "" } else { "s" };
-                (count, format!("{count} violating row{plural}"), sample)
+                Evaluated::Done(count, format!("{count} violating row{plural}"), sample)
             }
             (Check::RowCount { min, max }, None) => {
                 // The staged snapshot's summary counts its rows.
@@ -274,7 +274,7 @@ pub async fn audit(
                     (None, Some(b)) => format!("at most {b}"),
                     (None, None) => "any".into(),
                 };
-                (
+                Evaluated::Done(
                     u64::from(low || high),
                     format!("{rows} rows, expected {bounds}"),
                     Vec::new(),
@@ -300,7 +300,7 @@ pub async fn audit(
                 let newest_micros = newest.as_deref().and_then(|v| v.parse::<i64>().ok());
                 let stale = newest_micros.is_none_or(|n| started_micros - n > *within_micros);
                 let age = newest_micros.map(|n| (started_micros - n) / 3_600_000_000);
-                (
+                Evaluated::Done(
                     u64::from(stale),
                     match age {
                         Some(h) if h >= 48 => {
@@ -322,28 +322,7 @@ pub async fn audit(
                 let history = ctx.baselines.last(&e.table, &e.name, *runs);
                 let j =
                     anomaly::judge(rows, history, *max_change, true, |v| format!("{v:.0} rows"));
-                let causes = if j.anomalous {
-                    // The other tables this run changed name the causes.
-                    let all: Vec<&TableName> = changed.keys().copied().collect();
-                    register(&session, &all, &changed, catalog, &mut registered).await?;
-                    anomaly::upstream_causes(
-                        &session,
-                        &e.table,
-                        None,
-                        ctx.lineage,
-                        &changed,
-                        ctx.bronze,
-                        ctx.run_id,
-                    )
-                    .await?
-                } else {
-                    Vec::new()
-                };
-                (
-                    u64::from(j.anomalous),
-                    with_causes(j.detail, &causes),
-                    Vec::new(),
-                )
+                Evaluated::Anomaly(j, None)
             }
             (
                 Check::NullRate {
@@ -376,6 +355,13 @@ pub async fn audit(
                 let j = anomaly::judge(rate, history, *max_change, false, |v| {
                     format!("{:.1}% NULL", v * 100.0)
                 });
+                Evaluated::Anomaly(j, Some(column.as_str()))
+            }
+            _ => unreachable!("every check has a SQL form or a whole-table form"),
+        };
+        let (violations, detail, sample) = match evaluated {
+            Evaluated::Done(violations, detail, sample) => (violations, detail, sample),
+            Evaluated::Anomaly(j, column) => {
                 let causes = if j.anomalous {
                     // The other tables this run changed name the causes.
                     let all: Vec<&TableName> = changed.keys().copied().collect();
@@ -383,7 +369,7 @@ pub async fn audit(
                     anomaly::upstream_causes(
                         &session,
                         &e.table,
-                        Some(column),
+                        column,
                         ctx.lineage,
                         &changed,
                         ctx.bronze,
@@ -393,13 +379,9 @@ pub async fn audit(
                 } else {
                     Vec::new()
                 };
-                (
-                    u64::from(j.anomalous),
-                    with_causes(j.detail, &causes),
-                    Vec::new(),
-                )
+                let violations = u64::from(j.anomalous);
+                (violations, with_causes(j.detail, &causes), Vec::new())
             }
-            _ => unreachable!("every check has a SQL form or a whole-table form"),
         };
         results.push(QualityResult {
             name: e.name.clone(),
@@ -414,6 +396,14 @@ pub async fn audit(
         });
     }
     Ok(results)
+}
+
+/// What evaluating one expectation found: violations, detail and sample; or, for `volume`
+/// and `null_rate`, a judgement against the baseline (on the column, for a null rate) whose
+/// upstream causes are still to be named.
+enum Evaluated<'a> {
+    Done(u64, String, Vec<String>),
+    Anomaly(anomaly::Judgement, Option<&'a str>),
 }
 
 /// Makes `tables` readable in `session` (staged versions for the tables this run changed),

@@ -12,10 +12,10 @@ use crate::catalog::PipelineCatalog;
 use crate::commit::schema_of;
 use crate::error::{Error, Result};
 use crate::ingest::evolve::with_added_columns;
-use crate::ingest::{bronze_columns, quarantine_columns};
+use crate::ingest::output_tables;
 use crate::lineage::{query_lineage, QueryLineage};
 use crate::plan::{plan_pipeline, JobId, Plan};
-use crate::spec::{BadRecordPolicy, IngestJob, Pipeline, TableName};
+use crate::spec::{IngestJob, Pipeline, TableName};
 use crate::transform::{
     output_columns, plan_transform, session_over, tag_violations, transform_quarantine_columns,
     QUARANTINE_EXTRA,
@@ -71,11 +71,9 @@ pub async fn validate(pipeline: &Pipeline) -> Result<Validated> {
         // Columns added by schema evolution are part of the table.
         let live = catalog.load(&job.table).await?;
         let job = with_added_columns(job, live.as_ref().map(|t| t.metadata()));
-        let schema = schema_to_arrow_schema(&schema_of(&bronze_columns(&job))?)?;
-        schemas.insert(job.table.clone(), Arc::new(schema));
-        if job.on_bad_record == BadRecordPolicy::Quarantine {
-            let q = schema_to_arrow_schema(&schema_of(&quarantine_columns())?)?;
-            schemas.insert(job.table.quarantine(), Arc::new(q));
+        for (table, columns) in output_tables(&job) {
+            let schema = schema_to_arrow_schema(&schema_of(&columns)?)?;
+            schemas.insert(table, Arc::new(schema));
         }
         ingests.push(job);
     }
