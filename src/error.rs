@@ -92,6 +92,11 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
+    /// Something that cannot happen did (a job panicked, a record could not be encoded): a
+    /// bug in the engine, not in the input. Nothing of the run was published.
+    #[error("internal error: {0} (a bug in pipeline, not in your input; please report it)")]
+    Internal(String),
+
     #[error("iceberg: {0}")]
     Iceberg(#[from] iceberg::Error),
 
@@ -157,7 +162,8 @@ impl Error {
     }
 
     /// The process exit code for this error: 2 for problems in the spec or the command line
-    /// (fix the input), 1 for failures while running.
+    /// (fix the input), 3 for breaking changes under `--fail-on-breaking`, 1 for failures while
+    /// running (internal errors included).
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Spec { .. } | Error::Pipeline { .. } | Error::Sql { .. } | Error::Usage(_) => 2,
@@ -172,5 +178,19 @@ fn sample_suffix(sample: &[String]) -> String {
         String::new()
     } else {
         format!("\n  sample:\n    {}", sample.join("\n    "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_errors_fail_the_run_without_blaming_the_input() {
+        let e = Error::Internal("a job panicked".into());
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().starts_with("internal error: a job panicked"));
+        assert_eq!(Error::Usage("--from".into()).exit_code(), 2);
+        assert_eq!(Error::Breaking { count: 1 }.exit_code(), 3);
     }
 }

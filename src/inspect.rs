@@ -10,10 +10,11 @@ use iceberg_datafusion::IcebergStaticTableProvider;
 use serde::Serialize;
 
 use crate::catalog::PipelineCatalog;
+use crate::commit::manifest_list;
+use crate::commit::summary::{self, number, total_records};
+use crate::engine::{clean_message, new_session, register_table, CountedTable};
 use crate::error::{Error, Result};
-use crate::run::total_records;
-use crate::spec::TableName;
-use crate::transform::{clean_message, new_session, register_table, CountedTable};
+use crate::spec::{Grain, TableName};
 
 /// One column of a table's current schema.
 #[derive(Debug, Serialize)]
@@ -60,13 +61,6 @@ pub struct SnapshotInfo {
     pub current: bool,
 }
 
-fn summary_u64(s: &iceberg::spec::Summary, key: &str) -> u64 {
-    s.additional_properties
-        .get(key)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 /// Describes a table at its current snapshot.
 pub async fn describe(catalog: &PipelineCatalog, table: &TableName) -> Result<TableInfo> {
     let t = catalog.load_existing(table).await?;
@@ -98,10 +92,7 @@ pub async fn describe(catalog: &PipelineCatalog, table: &TableName) -> Result<Ta
     let current = m.current_snapshot();
     let summary = current.map(|s| s.summary());
     let manifests = match current {
-        Some(s) => crate::commit::manifest_list(t.file_io(), m, s)
-            .await?
-            .entries()
-            .len() as u64,
+        Some(s) => manifest_list(t.file_io(), m, s).await?.entries().len() as u64,
         None => 0,
     };
     Ok(TableInfo {
@@ -112,9 +103,9 @@ pub async fn describe(catalog: &PipelineCatalog, table: &TableName) -> Result<Ta
         columns,
         partition_spec,
         current_snapshot_id: current.map(|s| s.snapshot_id()),
-        rows: summary.map_or(0, |s| summary_u64(s, "total-records")),
-        data_files: summary.map_or(0, |s| summary_u64(s, "total-data-files")),
-        bytes: summary.map_or(0, |s| summary_u64(s, "total-files-size")),
+        rows: summary.map_or(0, |s| number(s, summary::TOTAL_RECORDS)),
+        data_files: summary.map_or(0, |s| number(s, summary::TOTAL_DATA_FILES)),
+        bytes: summary.map_or(0, |s| number(s, summary::TOTAL_FILES_SIZE)),
         manifests,
         snapshots: m.snapshots().count() as u64,
     })
@@ -139,15 +130,12 @@ pub async fn history(catalog: &PipelineCatalog, table: &TableName) -> Result<Vec
                     .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
                     .unwrap_or_default(),
                 operation: summary.operation.as_str().to_string(),
-                added_records: summary_u64(summary, "added-records"),
-                deleted_records: summary_u64(summary, "deleted-records"),
-                total_records: summary_u64(summary, "total-records"),
-                added_files: summary_u64(summary, "added-data-files"),
-                deleted_files: summary_u64(summary, "deleted-data-files"),
-                run_id: summary
-                    .additional_properties
-                    .get("pipeline.run-id")
-                    .cloned(),
+                added_records: number(summary, summary::ADDED_RECORDS),
+                deleted_records: number(summary, summary::DELETED_RECORDS),
+                total_records: number(summary, summary::TOTAL_RECORDS),
+                added_files: number(summary, summary::ADDED_DATA_FILES),
+                deleted_files: number(summary, summary::DELETED_DATA_FILES),
+                run_id: summary.additional_properties.get(summary::RUN_ID).cloned(),
                 current: Some(s.snapshot_id()) == current,
             }
         })
@@ -265,7 +253,7 @@ pub async fn files(
     let Some(snapshot) = snapshot else {
         return Ok(Vec::new());
     };
-    let list = crate::commit::manifest_list(t.file_io(), m, snapshot).await?;
+    let list = manifest_list(t.file_io(), m, snapshot).await?;
     let mut out = Vec::new();
     for manifest_file in list.entries() {
         let spec = m
@@ -303,7 +291,7 @@ fn partition_value(
     v: Option<&iceberg::spec::Literal>,
 ) -> String {
     use iceberg::spec::{Literal, PrimitiveLiteral};
-    match (crate::commit::Grain::of(transform), v) {
+    match (Grain::of(transform), v) {
         (_, None) => "null".into(),
         (Some(grain), Some(Literal::Primitive(PrimitiveLiteral::Int(u)))) => grain.label(*u),
         (_, Some(Literal::Primitive(p))) => match p {

@@ -1,24 +1,38 @@
 //! `pipeline`: a medallion ETL engine on Apache Iceberg.
 //!
-//! Data flows one way: [`spec`] (TOML + SQL) -> [`plan`] (DAG) -> [`ingest`] / [`transform`]
-//! (Arrow record batch streams) -> [`write`] (partitioned Parquet data files) -> [`commit`]
-//! (staged snapshots, then one atomic publish) -> [`run`] (progress and summary).
-//! The CLI in `main.rs` holds no logic of its own.
+//! Layers, each importing only the layers below it (see `docs/architecture.md`):
+//!
+//! ```text
+//! cli                          the command line: arguments, one printer per command, progress
+//! run  inspect  maintain       one run end to end; read-only views; table upkeep
+//! plan                         what a run WILL do: job graph, validation, scope, backfill, impact
+//! quality                      audits on staged snapshots
+//! ingest  transform            produce staged snapshots for one job
+//! commit                       snapshot producer, summaries, ledger, publish protocol
+//! catalog  write  lineage  engine   catalogs and run records; Parquet writers; column
+//!                              lineage; DataFusion sessions
+//! spec                         the TOML model
+//! error  secrets  output  fault   leaves
+//! ```
+//!
+//! Data flows one way: [`spec`] (TOML + SQL) -> [`plan`] (job graph, scope) -> [`ingest`] /
+//! [`transform`] (Arrow record batch streams) -> [`write`] (partitioned Parquet data files) ->
+//! [`commit`] (staged snapshots) -> [`quality`] (audit) -> [`commit::publish`] (one atomic
+//! publish with the run record), driven by [`run`].
 
 pub mod catalog;
+pub mod cli;
 pub mod commit;
-pub mod context;
+pub mod engine;
 pub mod error;
 pub mod fault;
-pub mod impact;
 pub mod ingest;
 pub mod inspect;
 pub mod lineage;
-pub mod orphans;
+pub mod maintain;
 pub mod output;
 pub mod plan;
 pub mod quality;
-pub mod receipt;
 pub mod run;
 pub mod secrets;
 pub mod spec;

@@ -1,14 +1,14 @@
 //! What the publishers of remote catalogs (S3 Tables, REST) need from a catalog: read a
-//! table's current version, and move one table pointer by compare-and-set.
+//! table's current version, move one table pointer by compare-and-set, and (REST servers that
+//! offer it) move several tables in one commit.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use iceberg::io::FileIO;
-use iceberg::spec::{TableMetadata, MAIN_BRANCH};
+use iceberg::spec::TableMetadata;
 use iceberg::Catalog;
 
-use super::publish::TableChange;
 use crate::error::{Error, Result};
 use crate::spec::TableName;
 
@@ -45,6 +45,35 @@ pub trait TablePointers: Send + Sync {
     ) -> Result<Swap>;
 }
 
+/// One table's move in a multi-table commit: from `base` (its current metadata) to `new`.
+#[derive(Clone, Copy)]
+pub struct TableMove<'a> {
+    pub table: &'a TableName,
+    pub base: &'a TableMetadata,
+    pub new: &'a TableMetadata,
+}
+
+/// What a multi-table commit did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Committed {
+    /// Every table moved.
+    All,
+    /// Nothing moved: some table was not at its base any more (the catalog's message).
+    Conflict(String),
+}
+
+/// Several table pointers moved at once, or none (REST `POST /v1/{prefix}/transactions/commit`).
+#[async_trait]
+pub trait MultiTableCommit: Send + Sync {
+    /// Checks that `moves` can be sent (each table's change from its base to its new metadata
+    /// can be expressed), without sending anything.
+    fn check(&self, moves: &[TableMove<'_>]) -> Result<()>;
+
+    /// Moves every table of `moves` from its base to its new metadata in one catalog commit.
+    /// Any other failure is an error saying whether a table may have moved.
+    async fn commit_all(&self, moves: &[TableMove<'_>]) -> Result<Committed>;
+}
+
 /// A connected remote catalog.
 pub struct RemoteCatalog {
     /// `s3tables` or `rest`.
@@ -53,6 +82,8 @@ pub struct RemoteCatalog {
     pub identity: String,
     pub catalog: Arc<dyn Catalog>,
     pub pointers: Arc<dyn TablePointers>,
+    /// The server's multi-table commit, when it offers one and the spec does not turn it off.
+    pub transactions: Option<Arc<dyn MultiTableCommit>>,
     pub file_io: FileIO,
 }
 
@@ -92,45 +123,4 @@ impl RemoteCatalog {
     pub async fn read_metadata(&self, location: &str) -> Result<TableMetadata> {
         Ok(TableMetadata::read_from(&self.file_io, location).await?)
     }
-
-    /// A change's base (its metadata location and metadata) and the metadata it moves the
-    /// table to. A change without metadata (the embedded catalog's drop) empties the table.
-    pub async fn versions_of(
-        &self,
-        change: &TableChange,
-    ) -> Result<(String, TableMetadata, TableMetadata)> {
-        let Some(base_location) = &change.expected_location else {
-            return Err(Error::table_msg(
-                &change.table,
-                "internal: a remote catalog's table must exist before its first publish",
-            ));
-        };
-        let base = self.read_metadata(base_location).await?;
-        let new = match &change.metadata {
-            Some(m) => m.clone(),
-            None => emptied(&base, base_location)?,
-        };
-        Ok((base_location.clone(), base, new))
-    }
-
-    /// The current metadata location of each changed table, in order.
-    pub async fn locations(&self, changes: &[TableChange]) -> Result<Vec<String>> {
-        let mut locations = Vec::with_capacity(changes.len());
-        for change in changes {
-            let now = self.current(&change.table).await?;
-            locations.push(now.map(|c| c.location).unwrap_or_default());
-        }
-        Ok(locations)
-    }
-}
-
-/// `metadata` with `main` removed: the table reads as empty (how a remote catalog "drops" a
-/// table a rolled-back run created; its history stays).
-fn emptied(metadata: &TableMetadata, base_location: &str) -> Result<TableMetadata> {
-    Ok(metadata
-        .clone()
-        .into_builder(Some(base_location.to_string()))
-        .remove_ref(MAIN_BRANCH)
-        .build()?
-        .metadata)
 }

@@ -1,8 +1,8 @@
 //! Iceberg REST catalogs. Reads go through `iceberg-catalog-rest`; commits are sent by this
-//! module as REST `CommitTableRequest`s (the crate cannot send a prepared commit): all of a
-//! run's tables in one `POST /v1/{prefix}/transactions/commit` when the server lists that
-//! endpoint in `/v1/config` (all or nothing), otherwise one table at a time through the journal
-//! (see `journal.rs`).
+//! module as REST `CommitTableRequest`s (the crate cannot send a prepared commit): one table by
+//! compare-and-set ([`TablePointers`]), or several tables in one
+//! `POST /v1/{prefix}/transactions/commit` ([`MultiTableCommit`]) when the server lists that
+//! endpoint in `/v1/config` (all or nothing).
 
 use std::sync::Arc;
 
@@ -16,10 +16,9 @@ use iceberg_storage_opendal::OpenDalResolvingStorageFactory;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use super::journal::{self, JournaledPublisher};
-use super::publish::{Publication, PublishOutcome, Publisher};
-use super::remote::{RemoteCatalog, Swap, TablePointers};
-use super::{storage, updates, Backend, PipelineCatalog};
+use super::connection::{Backend, PipelineCatalog};
+use super::remote::{Committed, MultiTableCommit, RemoteCatalog, Swap, TableMove, TablePointers};
+use super::{storage, updates};
 use crate::error::{Error, Result};
 use crate::spec::{read_env, RestConfig, TableName};
 
@@ -124,29 +123,24 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
     let file_io = iceberg::io::FileIOBuilder::new(factory)
         .with_props(&file_props)
         .build();
+    let multi_table: Option<Arc<dyn MultiTableCommit>> = if transactions && config.transactions {
+        Some(api.clone())
+    } else {
+        None
+    };
     let remote = Arc::new(RemoteCatalog {
         kind: "rest",
         identity,
         catalog: inner.clone(),
-        pointers: api.clone(),
+        pointers: api,
+        transactions: multi_table,
         file_io: file_io.clone(),
     });
-    let publisher: Arc<dyn Publisher> = if transactions && config.transactions {
-        Arc::new(TransactionPublisher {
-            api,
-            remote: remote.clone(),
-        })
-    } else {
-        Arc::new(JournaledPublisher {
-            remote: remote.clone(),
-        })
-    };
     Ok(PipelineCatalog {
         inner,
         name: "rest".to_string(),
         backend: Backend::Remote(remote),
         file_io,
-        publisher,
     })
 }
 
@@ -359,85 +353,34 @@ impl TablePointers for RestApi {
     }
 }
 
-/// One multi-table commit per run: every table and the run record, or nothing.
-struct TransactionPublisher {
-    api: Arc<RestApi>,
-    remote: Arc<RemoteCatalog>,
-}
-
 #[async_trait]
-impl Publisher for TransactionPublisher {
-    async fn try_publish(&self, publication: &Publication) -> Result<PublishOutcome> {
-        let remote = &self.remote;
-        let mut bases = Vec::with_capacity(publication.changes.len());
-        let mut changes = Vec::with_capacity(publication.changes.len() + 1);
-        for change in &publication.changes {
-            let (_, base, new) = remote.versions_of(change).await?;
-            changes.push(commit_request(&change.table, &base, &new)?);
-            bases.push(base);
+impl MultiTableCommit for RestApi {
+    fn check(&self, moves: &[TableMove<'_>]) -> Result<()> {
+        for m in moves {
+            commit_request(m.table, m.base, m.new)?;
         }
-        for attempt in 0..5 {
-            let mut body = changes.clone();
-            if let Some(record) = &publication.record {
-                let (control, new) = journal::control_with_record(remote, record).await?;
-                body.push(commit_request(
-                    &journal::control_name(),
-                    &control.metadata,
-                    &new,
-                )?);
-            }
-            crate::fault::pause_point("publishing");
-            match self
-                .api
-                .post("/transactions/commit", &json!({ "table-changes": body }))
-                .await
-            {
-                Ok(_) => {
-                    return Ok(PublishOutcome::Published(
-                        remote.locations(&publication.changes).await?,
-                    ));
-                }
-                Err(r) if r.status == StatusCode::CONFLICT => {
-                    tracing::info!(
-                        "the catalog rejected the multi-table commit, changing no table: {}",
-                        r.message
-                    );
-                    let mut conflicts = Vec::new();
-                    for (index, (change, base)) in
-                        publication.changes.iter().zip(&bases).enumerate()
-                    {
-                        let now = remote.current(&change.table).await?;
-                        let moved = now.is_none_or(|c| {
-                            c.metadata.current_snapshot_id() != base.current_snapshot_id()
-                                || c.metadata.uuid() != base.uuid()
-                        });
-                        if moved {
-                            conflicts.push(index);
-                        }
-                    }
-                    if !conflicts.is_empty() {
-                        return Ok(PublishOutcome::Conflicts(conflicts));
-                    }
-                    // Only the control table moved (another pipeline's record): again.
-                    tracing::debug!(attempt, "control table moved during commit; retrying");
-                }
-                Err(r) if r.status.is_client_error() => {
-                    return Err(self.api.error(
-                        "the server refused the multi-table commit (no table was changed)",
-                        r,
-                    ))
-                }
-                Err(r) => {
-                    return Err(self.api.error(
-                        "the multi-table commit failed; whether the server applied it is unknown (`pipeline runs` lists the runs it recorded)",
-                        r,
-                    ))
-                }
-            }
+        Ok(())
+    }
+
+    async fn commit_all(&self, moves: &[TableMove<'_>]) -> Result<Committed> {
+        let body = moves
+            .iter()
+            .map(|m| commit_request(m.table, m.base, m.new))
+            .collect::<Result<Vec<_>>>()?;
+        match self
+            .post("/transactions/commit", &json!({ "table-changes": body }))
+            .await
+        {
+            Ok(_) => Ok(Committed::All),
+            Err(r) if r.status == StatusCode::CONFLICT => Ok(Committed::Conflict(r.message)),
+            Err(r) if r.status.is_client_error() => Err(self.error(
+                "the server refused the multi-table commit (no table was changed)",
+                r,
+            )),
+            Err(r) => Err(self.error(
+                "the multi-table commit failed; whether the server applied it is unknown (`pipeline runs` lists the runs it recorded)",
+                r,
+            )),
         }
-        Err(Error::Conflict {
-            table: journal::control_name().to_string(),
-            message: "the control table kept changing while this run tried to publish".into(),
-        })
     }
 }

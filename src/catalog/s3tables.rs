@@ -1,8 +1,8 @@
 //! AWS S3 Tables: a table bucket as the catalog, data and metadata on the bucket's S3
 //! storage. Reads go through `iceberg-catalog-s3tables`; each table pointer moves by
 //! `UpdateTableMetadataLocation` with the version token read just before, S3 Tables'
-//! compare-and-set. S3 Tables has no multi-table commit, so a run publishes through the
-//! journal (see `journal.rs`).
+//! compare-and-set. S3 Tables has no multi-table commit, so a run publishes table by table
+//! through a durable publish record (`commit::publish`'s journal).
 
 use std::sync::Arc;
 
@@ -14,9 +14,9 @@ use iceberg::CatalogBuilder;
 use iceberg_catalog_s3tables::{S3TablesCatalogBuilder, S3TABLES_CATALOG_PROP_TABLE_BUCKET_ARN};
 use iceberg_storage_opendal::OpenDalStorageFactory;
 
-use super::journal::JournaledPublisher;
+use super::connection::{Backend, PipelineCatalog};
 use super::remote::{RemoteCatalog, Swap, TablePointers};
-use super::{storage, Backend, PipelineCatalog};
+use super::storage;
 use crate::error::{Error, Result};
 use crate::spec::{S3TablesConfig, TableName};
 
@@ -60,14 +60,12 @@ pub(super) async fn connect(config: &S3TablesConfig) -> Result<PipelineCatalog> 
         identity,
         catalog: inner.clone(),
         pointers,
+        transactions: None,
         file_io: file_io.clone(),
     });
     Ok(PipelineCatalog {
         inner,
         name,
-        publisher: Arc::new(JournaledPublisher {
-            remote: remote.clone(),
-        }),
         backend: Backend::Remote(remote),
         file_io,
     })

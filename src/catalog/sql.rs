@@ -2,14 +2,17 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::str::FromStr;
 use std::sync::Arc;
 
 use iceberg::io::FileIOBuilder;
 use iceberg::CatalogBuilder;
 use iceberg_catalog_sql::{SqlCatalogBuilder, SQL_CATALOG_PROP_URI, SQL_CATALOG_PROP_WAREHOUSE};
 use iceberg_storage_opendal::OpenDalStorageFactory;
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::ConnectOptions;
 
-use super::{Backend, PipelineCatalog, SqlitePublisher};
+use super::connection::{Backend, PipelineCatalog};
 use crate::error::{Error, Result};
 
 /// Opens (creating if needed) the SQLite catalog `name` at `database` with `warehouse`.
@@ -45,11 +48,6 @@ pub(super) async fn connect(
             source: Some(Box::new(e)),
         })?;
     let file_io = FileIOBuilder::new(factory).build();
-    let publisher = Arc::new(SqlitePublisher {
-        name: name.to_string(),
-        database: database.clone(),
-        file_io: file_io.clone(),
-    });
     Ok(PipelineCatalog {
         inner: Arc::new(inner),
         name: name.to_string(),
@@ -58,6 +56,12 @@ pub(super) async fn connect(
             warehouse,
         },
         file_io,
-        publisher,
     })
+}
+
+/// A connection to the catalog database that waits up to 30 s for other writers.
+pub(crate) async fn sqlite_connection(database: &Path) -> Result<sqlx::SqliteConnection> {
+    let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", database.display()))?
+        .busy_timeout(std::time::Duration::from_secs(30));
+    Ok(options.connect().await?)
 }

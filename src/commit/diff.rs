@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use iceberg::io::FileIO;
 use iceberg::spec::{DataFile, Datum, PrimitiveLiteral, PrimitiveType, TableMetadata};
 
+use super::manifests::manifest_list;
 use crate::error::Result;
 
 /// Files added or removed between snapshot `from` and snapshot `to` (`None`: an empty table) of
@@ -24,7 +25,7 @@ pub async fn changed_files(
         let Some(snapshot) = metadata.snapshot_by_id(id) else {
             return Ok(None);
         };
-        let list = super::manifest_list(file_io, metadata, snapshot).await?;
+        let list = manifest_list(file_io, metadata, snapshot).await?;
         Ok(Some(list.entries().to_vec()))
     };
     let (Some(old), Some(new)) = (manifests(from).await?, manifests(to).await?) else {

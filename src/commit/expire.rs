@@ -17,9 +17,10 @@ use std::collections::{HashMap, HashSet};
 use iceberg::io::FileIO;
 use iceberg::spec::TableMetadata;
 
-use super::StagedTable;
+use super::ledger::{self, CheckpointEntry, LoadedFile, CHECKPOINT_KEY};
+use super::staged::StagedTable;
+use super::summary::LOADED_FILES;
 use crate::error::Result;
-use crate::ingest::ledger::{self, CheckpointEntry, LoadedFile, CHECKPOINT_KEY, LEDGER_KEY};
 
 /// Expires the oldest snapshots of a staged table beyond `keep` (see the module doc).
 /// Returns how many were expired.
@@ -68,7 +69,7 @@ pub async fn expire_snapshots(
     for id in ancestry.iter().filter(|id| expired.contains(id)) {
         let Some(text) = metadata
             .snapshot_by_id(*id)
-            .and_then(|s| s.summary().additional_properties.get(LEDGER_KEY).cloned())
+            .and_then(|s| s.summary().additional_properties.get(LOADED_FILES).cloned())
         else {
             continue;
         };

@@ -4,12 +4,12 @@
 //! - **append**: new files ADDED; every live manifest of the current snapshot is carried over
 //!   untouched (commit cost grows with what changed, not with the table or its history);
 //! - **overwrite**: new files ADDED; every live file DELETED in rewritten manifests;
-//! - **replace** (partitions of a [`PartitionRange`]): new files ADDED; live files in the range
+//! - **replace** (partitions of a [`PartitionRange`](crate::commit::PartitionRange)): new files ADDED; live files in the range
 //!   DELETED, the other live files of the same manifests EXISTING; manifests whose partition
 //!   summary proves they hold no selected file are carried over without being read. With no new
 //!   files this is a **delete** of those partitions.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use iceberg::io::FileIO;
 use iceberg::spec::{
@@ -18,34 +18,12 @@ use iceberg::spec::{
 };
 use uuid::Uuid;
 
-use super::{PartitionRange, StagedTable, TableTarget};
+use super::manifests::manifest_list;
+use super::merge::merge_small_manifests;
+use super::staged::{StagedTable, WriteMode};
+use super::summary;
+use super::target::TableTarget;
 use crate::error::{Error, Result};
-
-/// How a staged snapshot relates to the table's current content.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteMode {
-    /// The new files replace everything.
-    Overwrite,
-    /// The new files are added to what is there.
-    Append,
-    /// The new files replace the partitions of the range; all other files stay as they are.
-    Replace(PartitionRange),
-    /// The listed data files (by path) are deleted, the new files added (copy-on-write row
-    /// removal, e.g. the old rows of a reloaded source file).
-    Rewrite(BTreeSet<String>),
-}
-
-impl WriteMode {
-    /// The word the run record and messages use.
-    pub fn name(&self) -> &'static str {
-        match self {
-            WriteMode::Overwrite => "overwrite",
-            WriteMode::Append => "append",
-            WriteMode::Replace(_) => "replace_partitions",
-            WriteMode::Rewrite(_) => "rewrite",
-        }
-    }
-}
 
 /// Stages a snapshot of `mode` adding `files` to `target`; `main` is not moved.
 pub async fn stage_snapshot(
@@ -76,13 +54,10 @@ pub async fn stage_snapshot(
                 .contains(metadata.default_partition_spec(), f.partition())
                 .unwrap_or(false)
         }) {
-            return Err(Error::table_msg(
-                &table,
-                format!(
-                    "internal: file {} is outside the partitions being replaced ({range})",
-                    f.file_path()
-                ),
-            ));
+            return Err(Error::Internal(format!(
+                "{table}: file {} is outside the partitions being replaced ({range})",
+                f.file_path()
+            )));
         }
     }
     let staged_files = files.clone();
@@ -92,7 +67,7 @@ pub async fn stage_snapshot(
     let commit_id = Uuid::new_v4();
     let schema = metadata.current_schema().clone();
     let spec = metadata.default_partition_spec().clone();
-    let mut summary = SnapshotSummaryCollector::default();
+    let mut collector = SnapshotSummaryCollector::default();
     let mut manifests: Vec<ManifestFile> = Vec::new();
     let mut manifest_no = 0;
     let mut next_manifest_path = || {
@@ -119,7 +94,7 @@ pub async fn stage_snapshot(
         )
         .build_v2_data();
         for file in files {
-            summary.add_file(&file, schema.clone(), spec.clone());
+            collector.add_file(&file, schema.clone(), spec.clone());
             writer.add_file(file, sequence_number)?;
         }
         manifests.push(writer.write_manifest_file().await?);
@@ -128,7 +103,7 @@ pub async fn stage_snapshot(
     // The current snapshot's manifests: carried over, or rewritten with DELETED entries.
     let (mut deleted_rows, mut deleted_files, mut deleted_bytes) = (0u64, 0u64, 0u64);
     if let Some(current) = metadata.current_snapshot() {
-        let list = super::manifest_list(file_io, &metadata, current).await?;
+        let list = manifest_list(file_io, &metadata, current).await?;
         for manifest_file in list.entries() {
             if !manifest_file.has_added_files() && !manifest_file.has_existing_files() {
                 continue; // only DELETED entries: history, not content
@@ -201,7 +176,7 @@ pub async fn stage_snapshot(
             };
             for entry in removed {
                 let file = entry.data_file().clone();
-                summary.remove_file(&file, schema.clone(), manifest_spec.clone());
+                collector.remove_file(&file, schema.clone(), manifest_spec.clone());
                 deleted_rows += file.record_count();
                 deleted_files += 1;
                 deleted_bytes += file.file_size_in_bytes();
@@ -226,6 +201,7 @@ pub async fn stage_snapshot(
 
     if mode == WriteMode::Append {
         manifests = merge_small_manifests(
+            &table,
             manifests,
             &metadata,
             file_io,
@@ -249,39 +225,33 @@ pub async fn stage_snapshot(
     list_writer.close().await?;
 
     let mut props = properties.clone();
-    props.extend(summary.build());
+    props.extend(collector.build());
     if let WriteMode::Replace(range) = &mode {
         // What Spark writes for a dynamic partition overwrite, plus the range itself.
-        props.insert("replace-partitions".into(), "true".into());
-        props.insert("pipeline.partitions".into(), range.to_string());
+        props.insert(summary::REPLACE_PARTITIONS.into(), "true".into());
+        props.insert(summary::PARTITIONS.into(), range.to_string());
     }
-    let previous = metadata.current_snapshot().map(|s| s.summary().clone());
-    let prev_total = |key: &str| -> u64 {
-        previous
-            .as_ref()
-            .and_then(|s| s.additional_properties.get(key))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+    let previous = metadata.current_snapshot();
+    let after = |key: &str, added: u64, deleted: u64| {
+        let before = summary::total(previous, key) + added;
+        before - deleted.min(before)
     };
     let totals = [
         (
-            "total-records",
-            prev_total("total-records") + added_rows
-                - deleted_rows.min(prev_total("total-records") + added_rows),
+            summary::TOTAL_RECORDS,
+            after(summary::TOTAL_RECORDS, added_rows, deleted_rows),
         ),
         (
-            "total-data-files",
-            prev_total("total-data-files") + added_files
-                - deleted_files.min(prev_total("total-data-files") + added_files),
+            summary::TOTAL_DATA_FILES,
+            after(summary::TOTAL_DATA_FILES, added_files, deleted_files),
         ),
         (
-            "total-files-size",
-            prev_total("total-files-size") + added_bytes
-                - deleted_bytes.min(prev_total("total-files-size") + added_bytes),
+            summary::TOTAL_FILES_SIZE,
+            after(summary::TOTAL_FILES_SIZE, added_bytes, deleted_bytes),
         ),
-        ("total-delete-files", 0),
-        ("total-position-deletes", 0),
-        ("total-equality-deletes", 0),
+        (summary::TOTAL_DELETE_FILES, 0),
+        (summary::TOTAL_POSITION_DELETES, 0),
+        (summary::TOTAL_EQUALITY_DELETES, 0),
     ];
     for (k, v) in totals {
         props.insert(k.to_string(), v.to_string());
@@ -323,63 +293,6 @@ pub async fn stage_snapshot(
     })
 }
 
-/// Carried data manifests smaller than this count as small.
-const SMALL_MANIFEST_BYTES: i64 = 32 * 1024;
-/// How many small manifests an append lets accumulate before merging them into one.
-const MERGE_MIN_COUNT: usize = 100;
-
-/// Iceberg's merge-append: when an append would carry [`MERGE_MIN_COUNT`] or more small data
-/// manifests of the current partition spec (one per earlier small append), their live entries
-/// are rewritten as EXISTING entries (snapshot ids and sequence numbers kept) into one
-/// manifest. This bounds the manifest list, so the cost of the next commits (and of every
-/// reader's scan planning) does not grow with the number of appends.
-async fn merge_small_manifests(
-    manifests: Vec<ManifestFile>,
-    metadata: &iceberg::spec::TableMetadata,
-    file_io: &FileIO,
-    snapshot_id: i64,
-    next_manifest_path: &mut impl FnMut() -> String,
-) -> Result<Vec<ManifestFile>> {
-    let spec = metadata.default_partition_spec();
-    let is_small = |m: &ManifestFile| {
-        m.content == ManifestContentType::Data
-            && m.partition_spec_id == spec.spec_id()
-            && m.added_snapshot_id != snapshot_id
-            && m.manifest_length < SMALL_MANIFEST_BYTES
-    };
-    if manifests.iter().filter(|m| is_small(m)).count() < MERGE_MIN_COUNT {
-        return Ok(manifests);
-    }
-    let (small, mut kept): (Vec<_>, Vec<_>) = manifests.into_iter().partition(|m| is_small(m));
-    let output = file_io.new_output(next_manifest_path())?;
-    let mut writer = ManifestWriterBuilder::new(
-        output,
-        Some(snapshot_id),
-        metadata.current_schema().clone(),
-        spec.as_ref().clone(),
-    )
-    .build_v2_data();
-    for m in &small {
-        let manifest = m.load_manifest(file_io).await?;
-        for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
-            let seq = entry.sequence_number().ok_or_else(|| {
-                Error::Usage(format!(
-                    "manifest entry for {} has no sequence number",
-                    entry.file_path()
-                ))
-            })?;
-            writer.add_existing_file(
-                entry.data_file().clone(),
-                entry.snapshot_id().unwrap_or(m.added_snapshot_id),
-                seq,
-                entry.file_sequence_number,
-            )?;
-        }
-    }
-    kept.push(writer.write_manifest_file().await?);
-    Ok(kept)
-}
-
 fn new_snapshot_id(metadata: &iceberg::spec::TableMetadata) -> i64 {
     loop {
         let (a, b) = Uuid::new_v4().as_u64_pair();
@@ -387,5 +300,233 @@ fn new_snapshot_id(metadata: &iceberg::spec::TableMetadata) -> i64 {
         if id != 0 && metadata.snapshot_by_id(id).is_none() {
             return id;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use iceberg::spec::ManifestStatus::{Added, Deleted, Existing};
+    use iceberg::spec::Operation;
+
+    use super::*;
+    use crate::commit::fixture::{months, published, Warehouse, MARCH_2024};
+
+    fn number(staged: &StagedTable, key: &str) -> u64 {
+        summary::total(staged.metadata.snapshot_by_id(staged.snapshot_id), key)
+    }
+
+    fn operation(staged: &StagedTable) -> Operation {
+        staged
+            .metadata
+            .snapshot_by_id(staged.snapshot_id)
+            .map(|s| s.summary().operation.clone())
+            .expect("snapshot")
+    }
+
+    #[tokio::test]
+    async fn an_append_adds_its_files_and_carries_live_manifests_untouched() {
+        let w = Warehouse::new();
+        let t = w.new_table("bronze", "orders");
+        let files = vec![
+            w.file(&t, "a", MARCH_2024, 10),
+            w.file(&t, "b", MARCH_2024 + 1, 5),
+        ];
+        let first = w.stage(t, files, WriteMode::Append).await;
+        assert_eq!(
+            w.entries(&first).await,
+            vec![
+                ("a".into(), Added, Some(first.snapshot_id), Some(1)),
+                ("b".into(), Added, Some(first.snapshot_id), Some(1)),
+            ]
+        );
+        assert_eq!(operation(&first), Operation::Append);
+        assert_eq!(number(&first, summary::TOTAL_RECORDS), 15);
+        assert_eq!(number(&first, summary::TOTAL_DATA_FILES), 2);
+        // The staged snapshot is not on `main` yet.
+        assert_eq!(first.metadata.current_snapshot_id(), None);
+
+        let t = published(&first);
+        let c = w.file(&t, "c", MARCH_2024 + 2, 7);
+        let second = w.stage(t, vec![c], WriteMode::Append).await;
+        assert_eq!(
+            w.entries(&second).await,
+            vec![
+                ("a".into(), Added, Some(first.snapshot_id), Some(1)),
+                ("b".into(), Added, Some(first.snapshot_id), Some(1)),
+                ("c".into(), Added, Some(second.snapshot_id), Some(2)),
+            ]
+        );
+        // The first snapshot's manifest is carried over as it is, not rewritten.
+        let carried = w.manifest_paths(&first).await;
+        assert!(carried.is_subset(&w.manifest_paths(&second).await));
+        assert_eq!(number(&second, summary::ADDED_RECORDS), 7);
+        assert_eq!(number(&second, summary::TOTAL_RECORDS), 22);
+        assert_eq!(number(&second, summary::TOTAL_DATA_FILES), 3);
+        assert_eq!(
+            second
+                .metadata
+                .snapshot_by_id(second.snapshot_id)
+                .and_then(|s| s.parent_snapshot_id()),
+            Some(first.snapshot_id)
+        );
+    }
+
+    #[tokio::test]
+    async fn an_overwrite_deletes_every_live_file_keeping_its_sequence_number() {
+        let w = Warehouse::new();
+        let t = w.new_table("silver", "orders");
+        let files = vec![
+            w.file(&t, "a", MARCH_2024, 10),
+            w.file(&t, "b", MARCH_2024 + 1, 5),
+        ];
+        let first = w.stage(t, files, WriteMode::Append).await;
+        let t = published(&first);
+        let d = w.file(&t, "d", MARCH_2024, 4);
+        let second = w.stage(t, vec![d], WriteMode::Overwrite).await;
+        assert_eq!(
+            w.entries(&second).await,
+            vec![
+                ("a".into(), Deleted, Some(second.snapshot_id), Some(1)),
+                ("b".into(), Deleted, Some(second.snapshot_id), Some(1)),
+                ("d".into(), Added, Some(second.snapshot_id), Some(2)),
+            ]
+        );
+        assert_eq!(operation(&second), Operation::Overwrite);
+        assert_eq!(number(&second, summary::DELETED_RECORDS), 15);
+        assert_eq!(number(&second, summary::TOTAL_RECORDS), 4);
+        assert_eq!(number(&second, summary::TOTAL_DATA_FILES), 1);
+        assert_eq!(second.deleted_rows, 15);
+    }
+
+    #[tokio::test]
+    async fn a_replace_deletes_only_its_partitions_and_skips_manifests_outside_them() {
+        let w = Warehouse::new();
+        let t = w.new_table("silver", "orders");
+        let files = vec![
+            w.file(&t, "a", MARCH_2024, 10),
+            w.file(&t, "b", MARCH_2024 + 1, 5),
+        ];
+        let first = w.stage(t, files, WriteMode::Append).await;
+        let t = published(&first);
+        let c = w.file(&t, "c", MARCH_2024 + 5, 3);
+        let second = w.stage(t, vec![c], WriteMode::Append).await;
+        let outside: BTreeSet<String> = w
+            .manifest_paths(&second)
+            .await
+            .difference(&w.manifest_paths(&first).await)
+            .cloned()
+            .collect();
+
+        let t = published(&second);
+        let e = w.file(&t, "e", MARCH_2024, 8);
+        let third = w
+            .stage(t, vec![e], WriteMode::Replace(months(&[MARCH_2024])))
+            .await;
+        assert_eq!(
+            w.entries(&third).await,
+            vec![
+                ("a".into(), Deleted, Some(third.snapshot_id), Some(1)),
+                // Kept, in the rewritten manifest, as the snapshot that added it wrote it.
+                ("b".into(), Existing, Some(first.snapshot_id), Some(1)),
+                ("c".into(), Added, Some(second.snapshot_id), Some(2)),
+                ("e".into(), Added, Some(third.snapshot_id), Some(3)),
+            ]
+        );
+        // The manifest holding only May's file proves it holds nothing of March: carried
+        // over unread.
+        assert!(outside.is_subset(&w.manifest_paths(&third).await));
+        assert_eq!(operation(&third), Operation::Overwrite);
+        let properties = &third
+            .metadata
+            .snapshot_by_id(third.snapshot_id)
+            .expect("snapshot")
+            .summary()
+            .additional_properties;
+        assert_eq!(properties[summary::REPLACE_PARTITIONS], "true");
+        assert_eq!(
+            properties[summary::PARTITIONS],
+            "order_date_month in 2024-03"
+        );
+        assert_eq!(number(&third, summary::TOTAL_RECORDS), 5 + 3 + 8);
+        assert_eq!(number(&third, summary::DELETED_DATA_FILES), 1);
+    }
+
+    #[tokio::test]
+    async fn a_replace_without_new_files_is_a_delete() {
+        let w = Warehouse::new();
+        let t = w.new_table("silver", "orders");
+        let files = vec![
+            w.file(&t, "a", MARCH_2024, 10),
+            w.file(&t, "b", MARCH_2024 + 1, 5),
+        ];
+        let first = w.stage(t, files, WriteMode::Append).await;
+        let gone = w
+            .stage(
+                published(&first),
+                Vec::new(),
+                WriteMode::Replace(months(&[MARCH_2024 + 1])),
+            )
+            .await;
+        assert_eq!(operation(&gone), Operation::Delete);
+        assert_eq!(
+            w.entries(&gone).await,
+            vec![
+                ("a".into(), Existing, Some(first.snapshot_id), Some(1)),
+                ("b".into(), Deleted, Some(gone.snapshot_id), Some(1)),
+            ]
+        );
+        assert_eq!(number(&gone, summary::TOTAL_RECORDS), 10);
+    }
+
+    #[tokio::test]
+    async fn a_replace_refuses_a_file_outside_its_partitions() {
+        let w = Warehouse::new();
+        let t = w.new_table("silver", "orders");
+        let stray = w.file(&t, "stray", MARCH_2024 + 1, 1);
+        let result = stage_snapshot(
+            t,
+            vec![stray],
+            &w.file_io,
+            HashMap::new(),
+            WriteMode::Replace(months(&[MARCH_2024])),
+        )
+        .await;
+        let message = result.err().expect("refused").to_string();
+        assert!(
+            message.contains("outside the partitions being replaced"),
+            "{message}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_rewrite_deletes_the_files_it_names_and_keeps_the_others() {
+        let w = Warehouse::new();
+        let t = w.new_table("bronze", "orders");
+        let files = vec![
+            w.file(&t, "a", MARCH_2024, 10),
+            w.file(&t, "b", MARCH_2024, 5),
+        ];
+        let first = w.stage(t, files, WriteMode::Append).await;
+        let t = published(&first);
+        let a_path = w.file(&t, "a", MARCH_2024, 10).file_path().to_string();
+        let rewritten = w.file(&t, "a2", MARCH_2024, 9);
+        let second = w
+            .stage(
+                t,
+                vec![rewritten],
+                WriteMode::Rewrite(BTreeSet::from([a_path])),
+            )
+            .await;
+        assert_eq!(
+            w.entries(&second).await,
+            vec![
+                ("a".into(), Deleted, Some(second.snapshot_id), Some(1)),
+                ("a2".into(), Added, Some(second.snapshot_id), Some(2)),
+                ("b".into(), Existing, Some(first.snapshot_id), Some(1)),
+            ]
+        );
+        assert_eq!(number(&second, summary::TOTAL_RECORDS), 5 + 9);
     }
 }

@@ -13,7 +13,6 @@ use iceberg::TableCreation;
 use super::widen::{type_change, TypeChange, WIDENINGS};
 use crate::catalog::PipelineCatalog;
 use crate::error::{Error, Result};
-use crate::lineage::{recorded_on, renames, Recorded};
 use crate::spec::{Origin, PartitionField, TableName};
 
 /// One column a job produces.
@@ -31,14 +30,10 @@ pub enum Evolution {
     /// [`type_change`]); any other type change fails, since the rows already loaded must stay
     /// readable. `declared_in` names the spec line for the message.
     Append { declared_in: Option<Origin> },
-    /// Rewrites (transforms): a column whose derivation in `lineage` equals the one recorded on
-    /// the table's current snapshot under another name is renamed (it keeps its field id); an
-    /// incompatible type change replaces the column (the job rewrites the table).
-    Rewrite {
-        lineage: BTreeMap<String, Recorded>,
-        /// Input columns renamed in this run: `ns.table.old` -> `ns.table.new`.
-        upstream_renames: BTreeMap<String, String>,
-    },
+    /// Rewrites (transforms): a column of `renamed` (new name -> old name, as the caller's
+    /// column lineage says) keeps the old column's field id under its new name; an incompatible
+    /// type change replaces the column (the job rewrites the table).
+    Rewrite { renamed: BTreeMap<String, String> },
 }
 
 /// The table state a job writes on top of.
@@ -149,12 +144,10 @@ pub async fn prepare_target_from(
     let schema = if same_schema {
         current_schema.as_ref().clone()
     } else {
+        let no_renames = BTreeMap::new();
         let renamed = match evolution {
-            Evolution::Rewrite {
-                lineage,
-                upstream_renames,
-            } => renames(&recorded_on(&current), lineage, upstream_renames),
-            Evolution::Append { .. } => BTreeMap::new(),
+            Evolution::Rewrite { renamed } => renamed,
+            Evolution::Append { .. } => &no_renames,
         };
         let mut ids = Vec::with_capacity(columns.len());
         for c in columns {

@@ -6,11 +6,10 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::evolve::{header_names, reserved_error, undeclared_error};
-use super::lineage_column_names;
 use super::sink::RecordSink;
 use super::values::{parse_text, Parsed};
 use crate::error::{Error, Result};
-use crate::spec::{ColumnType, IngestJob, SchemaEvolution};
+use crate::spec::{ColumnType, IngestJob, SchemaEvolution, LINEAGE_COLUMNS};
 
 /// Reads one CSV file into the sink.
 pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<()> {
@@ -64,7 +63,7 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
             .filter(|h| !h.is_empty() && !job.columns.iter().any(|c| &c.name == *h))
             .map(|h| h.as_str())
             .collect();
-        if let Some(reserved) = extra.iter().find(|h| lineage_column_names().contains(*h)) {
+        if let Some(reserved) = extra.iter().find(|h| LINEAGE_COLUMNS.contains(*h)) {
             return Err(reserved_error(path, 1, reserved));
         }
         if !extra.is_empty() {

@@ -13,9 +13,8 @@ use std::path::{Path, PathBuf};
 use iceberg::spec::TableMetadata;
 use serde::de::IgnoredAny;
 
-use super::lineage_column_names;
 use crate::error::{Error, Result};
-use crate::spec::{ColumnSpec, ColumnType, Format, IngestJob};
+use crate::spec::{ColumnSpec, ColumnType, Format, IngestJob, LINEAGE_COLUMNS};
 
 /// `job` with the columns earlier runs added to its live table (after the declared ones).
 pub fn with_added_columns(job: &IngestJob, live: Option<&TableMetadata>) -> IngestJob {
@@ -25,7 +24,7 @@ pub fn with_added_columns(job: &IngestJob, live: Option<&TableMetadata>) -> Inge
     };
     for field in live.current_schema().as_struct().fields() {
         let known = job.columns.iter().any(|c| c.name == field.name)
-            || lineage_column_names().contains(&field.name.as_str());
+            || LINEAGE_COLUMNS.contains(&field.name.as_str());
         if known {
             continue;
         }
@@ -71,7 +70,7 @@ pub fn add_new_columns(job: &mut IngestJob, files: &[PathBuf]) -> Result<Vec<Str
             .into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| Err(Error::Usage("a column scan panicked".into())))
+                    .unwrap_or_else(|_| Err(Error::Internal("a column scan panicked".into())))
             })
             .collect()
     });
@@ -84,7 +83,7 @@ pub fn add_new_columns(job: &mut IngestJob, files: &[PathBuf]) -> Result<Vec<Str
     for (_, names) in per_file {
         for name in names {
             let known = job.columns.iter().any(|c| c.name == name) || found.contains(&name);
-            if !known && !lineage_column_names().contains(&name.as_str()) {
+            if !known && !LINEAGE_COLUMNS.contains(&name.as_str()) {
                 found.push(name);
             }
         }

@@ -9,11 +9,10 @@ use std::path::Path;
 use serde_json::value::RawValue;
 
 use super::evolve::{reserved_error, undeclared_error};
-use super::lineage_column_names;
 use super::sink::RecordSink;
 use super::values::{parse_date, parse_decimal, parse_integer, parse_timestamp, Parsed};
 use crate::error::{Error, Result};
-use crate::spec::{ColumnType, IngestJob, SchemaEvolution};
+use crate::spec::{ColumnType, IngestJob, SchemaEvolution, LINEAGE_COLUMNS};
 
 /// Reads one JSON Lines file into the sink.
 pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<()> {
@@ -55,7 +54,7 @@ pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<
             Ok(unknown) => {
                 if let Some(reserved) = unknown
                     .iter()
-                    .find(|k| lineage_column_names().contains(&k.as_str()))
+                    .find(|k| LINEAGE_COLUMNS.contains(&k.as_str()))
                 {
                     return Err(reserved_error(path, line_no, reserved));
                 }

@@ -5,10 +5,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use super::plan::{Derivation, QueryLineage, Use};
-use super::ColumnRef;
-use crate::ingest::{bronze_columns, quarantine_columns};
-use crate::spec::{BadRecordPolicy, Format, IngestJob, Pipeline, TableName};
+use super::query::{Derivation, QueryLineage, Use};
+use crate::spec::{
+    BadRecordPolicy, ColumnRef, Format, IngestJob, Pipeline, TableName, DROP_QUARANTINE_COLUMNS,
+    LINEAGE_COLUMNS, QUARANTINE_COLUMNS,
+};
 
 /// Where a column's values come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,26 +105,30 @@ pub fn pipeline_lineage(
         };
         let declared: BTreeSet<&str> = job.columns.iter().map(|c| c.name.as_str()).collect();
         let mut names = Vec::new();
-        for c in bronze_columns(job) {
-            let origin = if declared.contains(c.name.as_str()) {
+        let bronze = job
+            .columns
+            .iter()
+            .map(|c| c.name.as_str())
+            .chain(LINEAGE_COLUMNS);
+        for name in bronze {
+            let origin = if declared.contains(name) {
                 ColumnOrigin::SourceField {
                     format,
                     paths: job.paths.clone(),
-                    field: c.name.clone(),
+                    field: name.to_string(),
                 }
             } else {
                 ColumnOrigin::Loader {
-                    what: loader_column(&c.name).to_string(),
+                    what: loader_column(name).to_string(),
                 }
             };
-            out.origins
-                .insert(ColumnRef::new(&job.table, &c.name), origin);
-            names.push(c.name);
+            out.origins.insert(ColumnRef::new(&job.table, name), origin);
+            names.push(name.to_string());
         }
         out.tables.insert(job.table.clone(), names);
         if job.on_bad_record == BadRecordPolicy::Quarantine {
             let q = job.table.quarantine();
-            let names: Vec<String> = quarantine_columns().into_iter().map(|c| c.name).collect();
+            let names: Vec<String> = QUARANTINE_COLUMNS.iter().map(|c| c.to_string()).collect();
             for name in &names {
                 out.origins.insert(
                     ColumnRef::new(&q, name),
@@ -160,7 +165,7 @@ pub fn pipeline_lineage(
                     out.origins.insert(ColumnRef::new(&q, name), origin);
                 }
             }
-            for extra in crate::transform::QUARANTINE_EXTRA {
+            for extra in DROP_QUARANTINE_COLUMNS {
                 out.origins.insert(
                     ColumnRef::new(&q, extra),
                     ColumnOrigin::Loader {

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use super::graph::{ColumnOrigin, PipelineLineage};
-use super::ColumnRef;
+use crate::spec::ColumnRef;
 
 /// Output formats of `pipeline lineage`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

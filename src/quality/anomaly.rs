@@ -7,12 +7,12 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use datafusion::prelude::SessionContext;
 
-use super::{quote, scalar_rows, table_ref};
+use super::query::scalar_rows;
 use crate::catalog::RunRecord;
 use crate::commit::StagedTable;
 use crate::error::Result;
-use crate::lineage::{ColumnRef, PipelineLineage};
-use crate::spec::TableName;
+use crate::lineage::PipelineLineage;
+use crate::spec::{quote_ident, ColumnRef, TableName};
 
 /// Earlier measurements of each anomaly expectation, oldest first.
 #[derive(Debug, Default)]
@@ -146,7 +146,7 @@ pub async fn upstream_causes(
                         session,
                         &format!(
                             "SELECT _source_file, count(*) FROM {} WHERE _run_id = '{run_id}' GROUP BY _source_file ORDER BY 2 DESC, 1 LIMIT 3",
-                            table_ref(&up)
+                            up.quoted()
                         ),
                     )
                     .await?;
@@ -177,8 +177,8 @@ pub async fn upstream_causes(
                     session,
                     &format!(
                         "SELECT _source_file, count(*) FILTER (WHERE {c} IS NULL), count(*) FROM {t} WHERE _run_id = '{run_id}' GROUP BY _source_file HAVING count(*) FILTER (WHERE {c} IS NULL) > 0 ORDER BY 2 DESC, 1 LIMIT 3",
-                        c = quote(&source.column),
-                        t = table_ref(&source.table)
+                        c = quote_ident(&source.column),
+                        t = source.table.quoted()
                     ),
                 )
                 .await?;

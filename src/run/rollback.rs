@@ -2,39 +2,32 @@
 //! before the run, in one catalog transaction (tables the run created are dropped from the
 //! catalog). Refused, with nothing changed, when any of those tables moved after the run.
 
-use iceberg::spec::{SnapshotReference, SnapshotRetention, MAIN_BRANCH};
-
+use std::sync::Arc;
 use std::time::Duration;
 
+use iceberg::spec::{SnapshotReference, SnapshotRetention, MAIN_BRANCH};
+
 use super::lock::LockWait;
-use super::total_records;
-use crate::catalog::{PipelineCatalog, Publication, RunRecord, TableChange, TableRecord};
-use crate::context::new_run_id;
+use super::open::lock_and_recover;
+use super::report::Observer;
+use crate::catalog::{new_run_id, Invocation, PipelineCatalog, RunKind, RunRecord, TableRecord};
+use crate::commit::publish::{publish, Publication, TableChange};
+use crate::commit::summary::total_records;
 use crate::error::{Error, Result};
 use crate::spec::TableName;
 
 /// Undoes run `run_id` atomically and returns the record of the rollback (itself undoable).
+/// Like a run, it first takes its pipeline's run lock (waiting up to an hour for a run in
+/// progress) and resolves a publish an earlier command left half done, telling `observer`.
 pub async fn rollback(
     catalog: &PipelineCatalog,
     run_id: &str,
-    invocation: &crate::receipt::Invocation,
+    invocation: &Invocation,
+    observer: Arc<dyn Observer>,
 ) -> Result<RunRecord> {
     let run = catalog.run(run_id).await?;
-    // A rollback is a run of its pipeline: it waits for a run in progress to finish.
-    let (database, name) = (catalog.lock_anchor()?, run.pipeline.clone());
-    let _lock = tokio::task::spawn_blocking(move || {
-        super::lock::acquire(
-            &database,
-            &name,
-            LockWait(Some(Duration::from_secs(3600))),
-            |_| {},
-        )
-    })
-    .await
-    .map_err(|e| Error::Usage(format!("lock task failed: {e}")))??;
-    if let Some(r) = catalog.recover().await? {
-        eprintln!("pipeline: {r}");
-    }
+    let wait = LockWait(Some(Duration::from_secs(3600)));
+    let _locked = lock_and_recover(catalog, &run.pipeline, wait, observer).await?;
     let started = chrono::Utc::now();
     let mut publication = Publication::default();
     let mut tables = Vec::new();
@@ -105,20 +98,17 @@ pub async fn rollback(
         });
     }
     let new_id = new_run_id(started);
-    let record = RunRecord {
-        quality: Vec::new(),
-        undo: invocation.undo_command(&new_id, &run.pipeline),
-        invocation: invocation.clone(),
-        run_id: new_id,
-        pipeline: run.pipeline.clone(),
-        kind: "rollback".into(),
-        started_at: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        finished_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        rolls_back: Some(run_id.to_string()),
-        tables,
-    };
+    let record = RunRecord::new(
+        &new_id,
+        RunKind::Rollback,
+        &run.pipeline,
+        started,
+        invocation,
+    )
+    .rolling_back(run_id)
+    .finished_with(tables);
     publication.record = Some(record.clone());
-    catalog.publish(publication).await?;
+    publish(catalog, publication).await?;
     Ok(record)
 }
 

@@ -1,7 +1,10 @@
 //! Expectations (`[[expect]]` in a spec): data quality checks run on a run's staged tables
 //! before anything is published.
 
-use super::{Origin, TableName};
+use serde::{Deserialize, Serialize};
+
+use super::sql::quote_ident;
+use super::table::{Origin, TableName};
 
 /// What an expectation checks.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,8 +94,10 @@ impl Check {
     }
 }
 
-/// What a failed expectation does to the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a failed expectation does to the run (as written in the spec and in run records:
+/// `fail`, `warn`, `drop`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ExpectAction {
     /// The run publishes nothing and names the check, the count and a sample.
     Fail,
@@ -122,6 +127,50 @@ pub struct Expectation {
     pub action: ExpectAction,
     /// Where it is declared.
     pub origin: Origin,
+}
+
+/// The condition a violating row meets, for checks that judge each row on its own (SQL over
+/// the table's unqualified columns; NULL counts as not violating). `None` for other checks.
+pub fn violation_predicate(check: &Check) -> Option<String> {
+    Some(match check {
+        Check::NotNull { column } => format!("{} IS NULL", quote_ident(column)),
+        Check::AcceptedValues { column, values } => format!(
+            "{0} IS NOT NULL AND {0} NOT IN ({1})",
+            quote_ident(column),
+            values.join(", ")
+        ),
+        Check::Range { column, min, max } => {
+            let mut outside = Vec::new();
+            if let Some(min) = min {
+                outside.push(format!("{} < {min}", quote_ident(column)));
+            }
+            if let Some(max) = max {
+                outside.push(format!("{} > {max}", quote_ident(column)));
+            }
+            format!("({})", outside.join(" OR "))
+        }
+        Check::Regex { column, pattern } => format!(
+            "{0} IS NOT NULL AND NOT ({0} ~ '{1}')",
+            quote_ident(column),
+            pattern.replace('\'', "''")
+        ),
+        Check::Relationships {
+            column,
+            to_table,
+            to_column,
+        } => format!(
+            "{0} IS NOT NULL AND {0} NOT IN (SELECT {1} FROM {2} WHERE {1} IS NOT NULL)",
+            quote_ident(column),
+            quote_ident(to_column),
+            to_table.quoted()
+        ),
+        Check::Unique { .. }
+        | Check::Sql { .. }
+        | Check::RowCount { .. }
+        | Check::Freshness { .. }
+        | Check::Volume { .. }
+        | Check::NullRate { .. } => return None,
+    })
 }
 
 /// Parses a change threshold: `"50%"` or a fraction such as `0.5`.

@@ -1,6 +1,11 @@
-//! Partition expressions: `day(order_ts)`, `bucket(16, id)` or `bucket[16](id)`, a bare column.
+//! Partition expressions: `day(order_ts)`, `bucket(16, id)` or `bucket[16](id)`, a bare column;
+//! and the time grains (year, month, day, hour) of Iceberg's time transforms, numbered as
+//! Iceberg numbers them.
 
+use chrono::{DateTime, Datelike, NaiveDate, Timelike};
 use iceberg::spec::Transform;
+
+use super::sql::is_identifier;
 
 /// One partition field: an Iceberg transform applied to a source column.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,11 +94,72 @@ impl PartitionField {
     }
 }
 
-/// True for a plain SQL identifier: letters, digits and `_`, not starting with a digit.
-pub fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+const MICROS_PER_HOUR: i64 = 3_600_000_000;
+const MICROS_PER_DAY: i64 = 24 * MICROS_PER_HOUR;
+
+/// The size of one partition of a time transform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grain {
+    Year,
+    Month,
+    Day,
+    Hour,
+}
+
+impl Grain {
+    /// The grain of `year`, `month`, `day` and `hour` transforms; `None` for any other.
+    pub fn of(transform: Transform) -> Option<Grain> {
+        match transform {
+            Transform::Year => Some(Grain::Year),
+            Transform::Month => Some(Grain::Month),
+            Transform::Day => Some(Grain::Day),
+            Transform::Hour => Some(Grain::Hour),
+            _ => None,
+        }
+    }
+
+    /// The unit holding an instant (microseconds since the epoch, UTC).
+    pub fn unit_of(self, micros: i64) -> i32 {
+        match self {
+            Grain::Hour => micros.div_euclid(MICROS_PER_HOUR) as i32,
+            Grain::Day => micros.div_euclid(MICROS_PER_DAY) as i32,
+            Grain::Month | Grain::Year => {
+                let t = DateTime::from_timestamp_micros(micros).unwrap_or_default();
+                let years = t.year() - 1970;
+                if self == Grain::Year {
+                    years
+                } else {
+                    years * 12 + t.month0() as i32
+                }
+            }
+        }
+    }
+
+    /// The first instant of a unit (microseconds since the epoch, UTC).
+    pub fn start_of(self, unit: i32) -> i64 {
+        let date = |y: i32, m: u32| {
+            NaiveDate::from_ymd_opt(y, m, 1)
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+                .map_or(0, |t| t.and_utc().timestamp_micros())
+        };
+        match self {
+            Grain::Hour => unit as i64 * MICROS_PER_HOUR,
+            Grain::Day => unit as i64 * MICROS_PER_DAY,
+            Grain::Month => date(1970 + unit.div_euclid(12), unit.rem_euclid(12) as u32 + 1),
+            Grain::Year => date(1970 + unit, 1),
+        }
+    }
+
+    /// How a unit is shown: `2024`, `2024-03`, `2024-03-05`, `2024-03-05-13`.
+    pub fn label(self, unit: i32) -> String {
+        let t = DateTime::from_timestamp_micros(self.start_of(unit)).unwrap_or_default();
+        match self {
+            Grain::Year => format!("{}", t.year()),
+            Grain::Month => format!("{}-{:02}", t.year(), t.month()),
+            Grain::Day => t.format("%Y-%m-%d").to_string(),
+            Grain::Hour => format!("{}-{:02}", t.format("%Y-%m-%d"), t.hour()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -111,5 +177,25 @@ mod tests {
         assert_eq!(p("month(order_date)"), Transform::Month);
         assert!(PartitionField::parse("week(order_ts)").is_err());
         assert!(PartitionField::parse("bucket(customer_id)").is_err());
+    }
+
+    fn micros(s: &str) -> i64 {
+        chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S")
+            .unwrap()
+            .and_utc()
+            .timestamp_micros()
+    }
+
+    #[test]
+    fn units_match_iceberg_transforms() {
+        // Iceberg: month(2024-03-15) = (2024-1970)*12 + 2 = 650; day(1970-01-02) = 1.
+        assert_eq!(Grain::Month.unit_of(micros("2024-03-15 10:00:00")), 650);
+        assert_eq!(Grain::Year.unit_of(micros("2024-03-15 10:00:00")), 54);
+        assert_eq!(Grain::Day.unit_of(micros("1970-01-02 00:00:00")), 1);
+        assert_eq!(Grain::Day.unit_of(micros("1969-12-31 23:59:59")), -1);
+        assert_eq!(Grain::Hour.unit_of(micros("1970-01-01 05:30:00")), 5);
+        assert_eq!(Grain::Month.start_of(650), micros("2024-03-01 00:00:00"));
+        assert_eq!(Grain::Month.start_of(-1), micros("1969-12-01 00:00:00"));
+        assert_eq!(Grain::Month.label(650), "2024-03");
     }
 }

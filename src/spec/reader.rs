@@ -2,7 +2,7 @@
 //! view, a Glue export, a dashboard dataset), declared so that `pipeline plan` can name them,
 //! with their owners, when a schema change would break them.
 
-use super::Origin;
+use super::table::Origin;
 
 /// What a reader uses: a SELECT over catalog tables, or a list of columns.
 #[derive(Debug, Clone, PartialEq)]

@@ -15,23 +15,22 @@ use datafusion::prelude::SessionContext;
 use iceberg::spec::{PrimitiveType, Type};
 
 use crate::commit::DesiredColumn;
+use crate::engine::clean_message;
 use crate::error::{Error, Result};
-use crate::quality::{quote, table_ref, violation_predicate};
-use crate::spec::{Check, Expectation};
+use crate::spec::{
+    quote_ident as quote, violation_predicate, Check, Expectation, DROP_QUARANTINE_COLUMNS,
+};
 
 /// Name of the view holding a transform's output while its rows are tagged.
 const OUTPUT_VIEW: &str = "__pipeline_output";
 /// Name of the tag column (the violated expectation, NULL for rows kept).
 const TAG: &str = "__pipeline_dropped_by";
 
-/// The columns a transform's quarantine table adds to the table's.
-pub const QUARANTINE_EXTRA: [&str; 2] = ["_expectation", "_dropped_in_run"];
-
 /// The columns of a transform's quarantine table: the table's columns, then `_expectation`
 /// (the name of the `drop` expectation the row violated) and `_dropped_in_run` (the run id).
 pub fn quarantine_columns(columns: &[DesiredColumn]) -> Vec<DesiredColumn> {
     let mut out = columns.to_vec();
-    for name in QUARANTINE_EXTRA {
+    for name in DROP_QUARANTINE_COLUMNS {
         out.push(DesiredColumn {
             name: name.into(),
             ty: Type::Primitive(PrimitiveType::String),
@@ -72,15 +71,12 @@ pub async fn tag_violations(
                     "(SELECT o.*, r.{key} FROM (SELECT DISTINCT {1} AS {key} FROM {2} WHERE {1} IS NOT NULL) r RIGHT JOIN {from} o ON o.{0} = r.{key})",
                     quote(column),
                     quote(to_column),
-                    table_ref(to_table)
+                    to_table.quoted()
                 );
                 format!("o.{0} IS NOT NULL AND o.{key} IS NULL", quote(column))
             }
             check => violation_predicate(check).ok_or_else(|| {
-                Error::Usage(format!(
-                    "internal: expectation `{}` cannot drop rows",
-                    e.name
-                ))
+                Error::Internal(format!("expectation `{}` cannot drop rows", e.name))
             })?,
         };
         case.push_str(&format!(
@@ -107,7 +103,7 @@ pub async fn tag_violations(
                     .map(|d| d.origin.line.to_string())
                     .collect::<Vec<_>>()
                     .join(", "),
-                super::clean_message(&e)
+                clean_message(&e)
             ),
             hint: Some(
                 "check the columns they name: the table's output columns, and for relationships the looked-up table's column".into(),
@@ -137,14 +133,14 @@ pub fn split(
     let names = names
         .as_any()
         .downcast_ref::<StringArray>()
-        .ok_or_else(|| Error::Usage("internal: the drop tag is not text".into()))?;
+        .ok_or_else(|| Error::Internal("the drop tag is not text".into()))?;
     for name in names.iter().flatten() {
         *counts.entry(name.to_string()).or_default() += 1;
     }
     let mut fields: Vec<Arc<Field>> = dropped.schema().fields().iter().cloned().collect();
-    fields[n - 1] = Arc::new(Field::new(QUARANTINE_EXTRA[0], DataType::Utf8, true));
+    fields[n - 1] = Arc::new(Field::new(DROP_QUARANTINE_COLUMNS[0], DataType::Utf8, true));
     fields.push(Arc::new(Field::new(
-        QUARANTINE_EXTRA[1],
+        DROP_QUARANTINE_COLUMNS[1],
         DataType::Utf8,
         true,
     )));

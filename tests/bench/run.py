@@ -2,7 +2,8 @@
 """Benchmark: `pipeline run retail` against the DuckDB peer on the same generated data.
 
     python3 tests/bench/run.py --sizes 1000000 5000000 \
-        --binary target/release/pipeline --work /tmp/pipeline-bench [--repeat 1] [--seed 42]
+        --binary target/release/pipeline --work /tmp/pipeline-bench [--repeat 1] [--seed 42] \
+        [--baseline OLD_BINARY]
 
 For each N:
   1. generate N orders into WORK/N with generate.py (skipped when WORK/N/.done records
@@ -10,7 +11,9 @@ For each N:
   2. read every input file once (untimed), so both tools start from a warm page cache;
   3. --repeat times, alternating:
        (a) the engine: delete WORK/N/warehouse, run `BINARY --project WORK/N run retail --json`;
-       (b) the peer: `python3 duckdb_retail.py WORK/N WORK/N/duckdb_out` into a fresh folder.
+       (b) the peer: `python3 duckdb_retail.py WORK/N WORK/N/duckdb_out` into a fresh folder;
+       (c) with --baseline, an earlier build of the engine, exactly as (a), so a change is
+           measured against the code before it in the same session (ratio engine/baseline).
      Each is one child process, reaped with os.wait4 so we get that child's own rusage:
      wall seconds, CPU seconds (user + sys) and peak RSS (ru_maxrss, KiB -> MiB).
   4. compare gold.monthly_revenue of both (totals; small differences are expected where
@@ -120,13 +123,13 @@ def warm_cache(data: Path) -> None:
                     pass
 
 
-def run_engine(binary: Path, data: Path) -> dict:
+def run_engine(binary: Path, data: Path, name: str = "engine") -> dict:
     shutil.rmtree(data / "warehouse", ignore_errors=True)
-    out, err = data / "engine.stdout.json", data / "engine.stderr.log"
+    out, err = data / f"{name}.stdout.json", data / f"{name}.stderr.log"
     m = measure([str(binary), "--project", str(data), "run", "retail", "--json"], out, err)
     report = load_json(out)
     if m["exit_code"] != 0 or report is None:
-        log(f"  engine FAILED (exit {m['exit_code']}); {err}:\n{tail(err)}")
+        log(f"  {name} FAILED (exit {m['exit_code']}); {err}:\n{tail(err)}")
         m["failed"] = True
         return m
     m["report_seconds"] = report.get("seconds")
@@ -200,7 +203,7 @@ def markdown_table(results: dict) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---:" if i != 1 else "---"
                                                         for i in range(len(head))) + "|"]
     for n, r in results.items():
-        for tool in ("engine", "duckdb"):
+        for tool in ("engine", "baseline", "duckdb"):
             t = r.get(tool)
             if not t:
                 continue
@@ -273,11 +276,16 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True, help="folder for data and results")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="an earlier build of the engine, run alternately with --binary")
     args = ap.parse_args()
 
     binary = args.binary.resolve()
     if not (binary.is_file() and os.access(binary, os.X_OK)):
         sys.exit(f"{binary} is not an executable file (cargo build --release first?)")
+    baseline = args.baseline.resolve() if args.baseline else None
+    if baseline and not (baseline.is_file() and os.access(baseline, os.X_OK)):
+        sys.exit(f"{baseline} is not an executable file")
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
 
@@ -285,6 +293,7 @@ def main() -> None:
         "started_at": dt.datetime.now().isoformat(timespec="seconds"),
         "binary": str(binary),
         "engine_version": engine_version(binary),
+        "baseline": str(baseline) if baseline else None,
         "host": host_info(),
         "seed": args.seed,
         "repeat": args.repeat,
@@ -299,7 +308,7 @@ def main() -> None:
         entry = {"data": ensure_data(n, data, args.seed)}
         refresh_spec(data)
         warm_cache(data)
-        engine_runs, duckdb_runs = [], []
+        engine_runs, duckdb_runs, baseline_runs = [], [], []
         for i in range(args.repeat):
             log(f"  run {i + 1}/{args.repeat}: engine ...")
             e = run_engine(binary, data)
@@ -309,6 +318,11 @@ def main() -> None:
             d = run_duckdb(data)
             duckdb_runs.append(d)
             log(f"    wall {d['wall_s']:.2f}s  cpu {d['cpu_s']:.2f}s  rss {d['peak_rss_mib']:.0f} MiB")
+            if baseline:
+                log(f"  run {i + 1}/{args.repeat}: baseline ...")
+                b = run_engine(baseline, data, "baseline")
+                baseline_runs.append(b)
+                log(f"    wall {b['wall_s']:.2f}s  cpu {b['cpu_s']:.2f}s  rss {b['peak_rss_mib']:.0f} MiB")
         last_e = next((r for r in reversed(engine_runs) if not r.get("failed")), {})
         last_d = next((r for r in reversed(duckdb_runs) if not r.get("failed")), {})
         entry["engine"] = {"median": summarize(engine_runs), "runs": engine_runs,
@@ -319,6 +333,13 @@ def main() -> None:
         me, md = entry["engine"]["median"], entry["duckdb"]["median"]
         entry["ratios_engine_over_duckdb"] = {
             k: ratio(me.get(k), md.get(k)) for k in ("wall_s", "cpu_s", "peak_rss_mib")}
+        if baseline:
+            last_b = next((r for r in reversed(baseline_runs) if not r.get("failed")), {})
+            entry["baseline"] = {"median": summarize(baseline_runs), "runs": baseline_runs,
+                                 "rows": last_b.get("rows", {}), "jobs": last_b.get("jobs", [])}
+            mb = entry["baseline"]["median"]
+            entry["ratios_engine_over_baseline"] = {
+                k: ratio(me.get(k), mb.get(k)) for k in ("wall_s", "cpu_s", "peak_rss_mib")}
         try:
             entry["monthly_revenue_totals"] = compare_monthly_revenue(data)
         except Exception as e:  # a check, not the benchmark: never lose the numbers over it
@@ -335,6 +356,14 @@ def main() -> None:
         r = e["ratios_engine_over_duckdb"]
         cells = ["-" if r[k] is None else f"{r[k]:.2f}x" for k in ("wall_s", "cpu_s", "peak_rss_mib")]
         log(f"| {int(n):,} | " + " | ".join(cells) + " |")
+    if baseline:
+        log("\n## Engine / baseline (the same tables from an earlier build)\n")
+        log("| N | wall | CPU | peak RSS | same row counts |\n|---:|---:|---:|---:|---|")
+        for n, e in doc["sizes"].items():
+            r = e["ratios_engine_over_baseline"]
+            cells = ["-" if r[k] is None else f"{r[k]:.2f}x" for k in ("wall_s", "cpu_s", "peak_rss_mib")]
+            same = e["engine"]["rows"] == e["baseline"]["rows"]
+            log(f"| {int(n):,} | " + " | ".join(cells) + f" | {'yes' if same else 'NO'} |")
     for n, e in doc["sizes"].items():
         log(f"\n## Engine jobs, N = {int(n):,} (seconds from its --json report)\n")
         log(jobs_table(e["engine"], e["duckdb"]))

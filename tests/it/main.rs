@@ -4,6 +4,7 @@
 mod common;
 
 mod anomalies;
+mod architecture;
 mod atomic_publish;
 mod backfill;
 mod concurrency;

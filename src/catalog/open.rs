@@ -1,0 +1,229 @@
+//! Opening a catalog: [`PipelineCatalog`] connects to the catalog of a spec (the embedded SQL
+//! catalog, an S3 Tables table bucket or a REST catalog) and reads and creates its tables.
+//! Publishing lives in `commit::publish`, which moves the pointers this type reads.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use iceberg::io::FileIO;
+use iceberg::table::Table;
+use iceberg::{NamespaceIdent, TableCreation};
+
+use super::connection::{Backend, PipelineCatalog};
+use super::remote::RemoteCatalog;
+use super::{rest, s3tables, sql};
+use crate::error::{Error, Result};
+use crate::spec::{list_pipelines, load_pipeline, load_with_catalog, CatalogConfig, TableName};
+
+impl PipelineCatalog {
+    /// Connects to (and for the embedded catalog, if needed creates) the catalog of `config`.
+    /// Credentials are read here, from the AWS chain or the variables the spec names.
+    pub async fn connect(config: &CatalogConfig) -> Result<PipelineCatalog> {
+        match config {
+            CatalogConfig::Sql {
+                name,
+                database,
+                warehouse,
+            } => sql::connect(name, database, warehouse).await,
+            CatalogConfig::S3Tables(c) => s3tables::connect(c).await,
+            CatalogConfig::Rest(c) => rest::connect(c).await,
+        }
+    }
+
+    /// A connection to the embedded catalog database that waits up to 30 s for other writers.
+    pub(super) async fn connect_sqlite(&self) -> Result<Option<sqlx::SqliteConnection>> {
+        match &self.backend {
+            Backend::Sql { database, .. } => Ok(Some(sql::sqlite_connection(database).await?)),
+            Backend::Remote(_) => Ok(None),
+        }
+    }
+
+    /// Where this catalog keeps its tables and how it is reached.
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// The SQLite file of the embedded catalog; `None` for remote catalogs.
+    pub fn sqlite_database(&self) -> Option<&Path> {
+        match &self.backend {
+            Backend::Sql { database, .. } => Some(database),
+            Backend::Remote(_) => None,
+        }
+    }
+
+    /// File access for the warehouse.
+    pub fn file_io(&self) -> &FileIO {
+        &self.file_io
+    }
+
+    /// The local warehouse folder of the embedded catalog; `None` for remote catalogs.
+    pub fn local_warehouse(&self) -> Option<&Path> {
+        match &self.backend {
+            Backend::Sql { warehouse, .. } => Some(warehouse),
+            Backend::Remote(_) => None,
+        }
+    }
+
+    /// The catalog's name (PyIceberg must be given the same name to see the embedded tables).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `sql`, `s3tables` or `rest`.
+    pub fn kind(&self) -> &'static str {
+        match &self.backend {
+            Backend::Sql { .. } => "sql",
+            Backend::Remote(r) => r.kind(),
+        }
+    }
+
+    /// The file next to which run locks are kept: the SQLite file for the embedded catalog, a
+    /// file under the system temp folder (one per remote catalog) otherwise. Locks serialize
+    /// runs on one machine; across machines, compare-and-set on every table keeps runs apart.
+    pub fn lock_anchor(&self) -> Result<PathBuf> {
+        match &self.backend {
+            Backend::Sql { database, .. } => Ok(database.clone()),
+            Backend::Remote(r) => {
+                let dir = std::env::temp_dir().join("pipeline-locks");
+                std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+                Ok(dir.join(r.lock_name()))
+            }
+        }
+    }
+
+    /// The remote catalog (S3 Tables, REST) behind this one; `None` for the embedded catalog.
+    pub fn remote(&self) -> Option<&Arc<RemoteCatalog>> {
+        match &self.backend {
+            Backend::Remote(r) => Some(r),
+            Backend::Sql { .. } => None,
+        }
+    }
+
+    /// Creates the namespace if it does not exist yet.
+    pub async fn ensure_namespace(&self, namespace: &str) -> Result<()> {
+        let ns = NamespaceIdent::new(namespace.to_string());
+        if !self.inner.namespace_exists(&ns).await? {
+            match self.inner.create_namespace(&ns, HashMap::new()).await {
+                Ok(_) => {}
+                // Another process may have created it meanwhile.
+                Err(_) if self.inner.namespace_exists(&ns).await? => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates `table` empty (no snapshot) in a remote catalog, which chooses its location;
+    /// the run's publish then moves it from that empty version. (The embedded catalog instead
+    /// creates a table when the run publishes.) If another writer created it meanwhile, theirs
+    /// is returned.
+    pub async fn create_empty_table(
+        &self,
+        table: &TableName,
+        creation: TableCreation,
+    ) -> Result<Table> {
+        let ns = NamespaceIdent::new(table.namespace.clone());
+        match self.inner.create_table(&ns, creation).await {
+            Ok(created) => Ok(created),
+            Err(e) => match self.load(table).await? {
+                Some(existing) => Ok(existing),
+                None => Err(Error::table(table, "cannot create table", e)),
+            },
+        }
+    }
+
+    /// The location a new table gets in the embedded catalog's warehouse folder.
+    pub fn local_table_location(&self, table: &TableName) -> Option<String> {
+        self.local_warehouse().map(|w| {
+            w.join(&table.namespace)
+                .join(&table.name)
+                .display()
+                .to_string()
+        })
+    }
+
+    /// Loads a table, or `None` when it does not exist.
+    pub async fn load(&self, table: &TableName) -> Result<Option<Table>> {
+        let ident = table.ident();
+        if !self.inner.table_exists(&ident).await? {
+            return Ok(None);
+        }
+        self.inner
+            .load_table(&ident)
+            .await
+            .map(Some)
+            .map_err(|e| Error::table(table, "cannot load table", e))
+    }
+
+    /// Loads a table that must exist.
+    pub async fn load_existing(&self, table: &TableName) -> Result<Table> {
+        self.load(table).await?.ok_or_else(|| {
+            Error::table_msg(
+                table,
+                "no such table; `pipeline tables` lists the tables in this catalog",
+            )
+        })
+    }
+
+    /// Every table in every namespace, sorted (the remote catalogs' control table
+    /// `pipeline_meta.runs` included).
+    pub async fn list_tables(&self) -> Result<Vec<TableName>> {
+        let mut out = Vec::new();
+        for ns in self.inner.list_namespaces(None).await? {
+            for ident in self.inner.list_tables(&ns).await? {
+                out.push(TableName {
+                    namespace: ident.namespace().join("."),
+                    name: ident.name().to_string(),
+                });
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+/// The catalog a command without a pipeline argument works on: that of `--pipeline`, else of
+/// the project's only pipeline, else the embedded default; `catalog` (`--catalog NAME`) picks
+/// one of that spec's `[catalogs.NAME]` (with several pipelines, every spec that defines it
+/// must agree).
+pub async fn open_project_catalog(
+    project: &Path,
+    pipeline: Option<&str>,
+    catalog: Option<&str>,
+) -> Result<PipelineCatalog> {
+    let only = list_pipelines(project);
+    let name = pipeline.or(match only.as_slice() {
+        [only] => Some(only.as_str()),
+        _ => None,
+    });
+    let config = match (name, catalog) {
+        (Some(name), _) => load_with_catalog(project, name, catalog)?.catalog,
+        // Several pipelines: `--catalog NAME` is fine if every spec that defines it agrees.
+        (None, Some(wanted)) => {
+            let mut found: Vec<CatalogConfig> = Vec::new();
+            for name in &only {
+                if let Some(c) = load_pipeline(project, name)?.catalogs.get(wanted) {
+                    if !found.contains(c) {
+                        found.push(c.clone());
+                    }
+                }
+            }
+            match found.as_slice() {
+                [one] => one.clone(),
+                [] => {
+                    return Err(Error::Usage(format!(
+                        "no pipeline of this project defines [catalogs.{wanted}]"
+                    )))
+                }
+                _ => {
+                    return Err(Error::Usage(format!(
+                        "pipelines define [catalogs.{wanted}] differently; add --pipeline NAME to say which"
+                    )))
+                }
+            }
+        }
+        (None, None) => CatalogConfig::embedded_default(project),
+    };
+    PipelineCatalog::connect(&config).await
+}

@@ -1,0 +1,176 @@
+//! Run records: the durable receipt of every published run, backfill and rollback (what each
+//! changed, snapshot ids before and after, the expectations evaluated, who ran it and why, and
+//! the command that undoes it). [`crate::catalog`] stores them with the publish itself (see
+//! `runs.rs`): a record exists if and only if its run was published.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::receipt::Invocation;
+use crate::spec::ExpectAction;
+
+/// What published a run record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    /// `pipeline run`.
+    Run,
+    /// `pipeline backfill`.
+    Backfill,
+    /// `pipeline rollback`.
+    Rollback,
+}
+
+impl RunKind {
+    /// The word records and messages use: `run`, `backfill`, `rollback`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunKind::Run => "run",
+            RunKind::Backfill => "backfill",
+            RunKind::Rollback => "rollback",
+        }
+    }
+}
+
+impl fmt::Display for RunKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+/// One table a run changed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TableRecord {
+    pub table: String,
+    /// `append` (ingest), `overwrite` (a full refresh), `replace_partitions`, `rollback` or
+    /// `drop` (rollback of a created table).
+    pub operation: String,
+    /// The partitions replaced, e.g. `order_date_month in 2026-02..2026-03` (replace only).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub partitions: Option<String>,
+    /// `main` before the run; `None` when the run created the table.
+    pub snapshot_before: Option<i64>,
+    /// `main` after the run; `None` when the run dropped the table.
+    pub snapshot_after: Option<i64>,
+    /// Rows of the table after the run.
+    pub rows: u64,
+}
+
+/// The durable record of one published run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunRecord {
+    pub run_id: String,
+    pub pipeline: String,
+    pub kind: RunKind,
+    pub started_at: String,
+    pub finished_at: String,
+    /// For a rollback: the run it undid.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rolls_back: Option<String>,
+    /// Who ran it, where, why, and the command line.
+    #[serde(flatten)]
+    pub invocation: Invocation,
+    /// The expectations evaluated on the run's tables, and what they found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quality: Vec<QualityResult>,
+    /// The exact command that undoes this run.
+    #[serde(default)]
+    pub undo: String,
+    pub tables: Vec<TableRecord>,
+}
+
+/// The outcome of one expectation in one run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct QualityResult {
+    pub name: String,
+    pub table: String,
+    pub check: String,
+    /// `fail`, `warn` or `drop`.
+    pub action: ExpectAction,
+    pub passed: bool,
+    /// Violating rows (for `row_count` and `freshness`: 0 or 1, see `detail`).
+    pub violations: u64,
+    /// What was found, in words.
+    pub detail: String,
+    /// Up to five violating rows, each as `column=value` pairs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sample: Vec<String>,
+    /// What `volume` (rows) and `null_rate` (share of NULLs) measured: the baseline of later
+    /// runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<f64>,
+}
+
+impl RunRecord {
+    /// The record of run `run_id` of `pipeline`, a command of `kind` that started at `started`
+    /// and was invoked as `invocation`: no tables and no checks yet, finished now. Its undo
+    /// command names the pipeline and the catalog the command used.
+    pub fn new(
+        run_id: &str,
+        kind: RunKind,
+        pipeline: &str,
+        started: DateTime<Utc>,
+        invocation: &Invocation,
+    ) -> RunRecord {
+        RunRecord {
+            run_id: run_id.to_string(),
+            pipeline: pipeline.to_string(),
+            kind,
+            started_at: timestamp(started),
+            finished_at: timestamp(Utc::now()),
+            rolls_back: None,
+            undo: invocation.undo_command(run_id, pipeline),
+            invocation: invocation.clone(),
+            quality: Vec::new(),
+            tables: Vec::new(),
+        }
+    }
+
+    /// This record as the undo of run `run_id`.
+    pub fn rolling_back(mut self, run_id: &str) -> RunRecord {
+        self.rolls_back = Some(run_id.to_string());
+        self
+    }
+
+    /// This record with the results of the expectations evaluated on its tables.
+    pub fn with_quality(mut self, quality: Vec<QualityResult>) -> RunRecord {
+        self.quality = quality;
+        self
+    }
+
+    /// A copy of this record with `tables`, finished now (the moment it is published).
+    pub fn finished_with(&self, tables: Vec<TableRecord>) -> RunRecord {
+        RunRecord {
+            finished_at: timestamp(Utc::now()),
+            tables,
+            ..self.clone()
+        }
+    }
+
+    /// The command that undoes this run (records written before `undo` was stored get the
+    /// plain form).
+    pub fn undo_command(&self) -> String {
+        if self.undo.is_empty() {
+            format!("pipeline rollback {}", self.run_id)
+        } else {
+            self.undo.clone()
+        }
+    }
+}
+
+/// An instant as run records write it: RFC 3339 in UTC, milliseconds.
+fn timestamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// A new run id: UTC start time and 8 random hex digits, e.g. `20261130T031105Z-f678e367`.
+/// Sorts by time.
+pub fn new_run_id(started_at: DateTime<Utc>) -> String {
+    format!(
+        "{}-{}",
+        started_at.format("%Y%m%dT%H%M%SZ"),
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    )
+}

@@ -1,0 +1,245 @@
+//! The command line as clap reads it: global options and one variant per command, each with
+//! the help text `pipeline --help` and `pipeline COMMAND --help` print.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::run::LockWait;
+
+/// Medallion ETL on Apache Iceberg: CSV/JSON files into bronze tables, SQL into silver and gold.
+///
+/// A pipeline is pipelines/NAME.toml plus the SQL files it names. Tables live in an Iceberg
+/// catalog (by default an embedded SQLite catalog in ./warehouse) that PyIceberg, DuckDB,
+/// Spark and Trino read directly.
+///
+/// Examples:
+///   pipeline run retail                 run every job, publish all tables at once
+///   pipeline backfill retail --from 2026-02-01 --to 2026-02-28 --plan
+///                                       what recomputing February would touch
+///   pipeline validate retail            check spec and SQL without running
+///   pipeline plan retail                schema changes the SQL would make, and who they break
+///   pipeline lineage gold.fact_orders.customer_name
+///                                       where a column comes from, down to the source files
+///   pipeline run retail --catalog prod  the same spec on its [catalogs.prod] (S3 Tables, REST)
+///   pipeline tables                     list tables
+///   pipeline describe gold.customer_metrics
+///   pipeline history silver.orders      snapshots, newest last
+///   pipeline query "SELECT * FROM gold.monthly_revenue ORDER BY month"
+///   pipeline query "SELECT count(*) FROM silver.orders" --as-of 1234567890
+#[derive(Parser)]
+#[command(name = "pipeline", version, verbatim_doc_comment)]
+pub struct Cli {
+    /// Project directory holding pipelines/, sql/ and the warehouse.
+    #[arg(long, global = true, default_value = ".")]
+    pub project: PathBuf,
+    /// Use the spec's `[catalogs.NAME]` instead of its `[catalog]` (e.g. a local catalog for
+    /// development, `--catalog prod` for S3 Tables), with every command.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub catalog: Option<String>,
+    /// Print machine-readable JSON on stdout instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// More logging on stderr (-v info, -vv debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Waiting for another run of the same pipeline.
+#[derive(clap::Args)]
+pub struct WaitArgs {
+    /// Fail at once if another run of this pipeline is in progress (default: wait for it).
+    #[arg(long)]
+    pub no_wait: bool,
+    /// How long to wait for another run of this pipeline to finish.
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+    pub wait_timeout: u64,
+}
+
+impl WaitArgs {
+    /// How long a run waits for another run of the same pipeline.
+    pub fn lock_wait(&self) -> LockWait {
+        LockWait((!self.no_wait).then(|| std::time::Duration::from_secs(self.wait_timeout)))
+    }
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run a pipeline: load new source files, recompute what changed, publish all tables at once.
+    ///
+    /// Ingest jobs load only files no earlier run loaded. A transform whose inputs and SQL are
+    /// unchanged since its table's last run is skipped ("up to date"); one with
+    /// mode = "replace_partitions" recomputes only the partitions whose input rows changed;
+    /// any other is recomputed whole. Every table of the run is published in one catalog
+    /// transaction, or none is.
+    #[command(verbatim_doc_comment)]
+    Run {
+        /// Pipeline name: pipelines/<PIPELINE>.toml.
+        pipeline: String,
+        /// Recompute every transform whole, even when nothing changed.
+        #[arg(long)]
+        full_refresh: bool,
+        /// Load again source files whose content changed since they were loaded: their old
+        /// rows are replaced by the new content in the same commit (default: such a file
+        /// stops the run).
+        #[arg(long)]
+        reload_changed: bool,
+        /// Why this is run (a ticket, an incident, "late February files"): kept in the run
+        /// record that `pipeline runs` and `pipeline run-info` show.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Recompute the partitions of a date range in selected tables and everything downstream.
+    ///
+    /// Each selected table (default: every transform partitioned by year/month/day/hour) gets
+    /// the partitions overlapping FROM..TO (inclusive) recomputed from its inputs as they are
+    /// now, and exactly those partitions replaced; all its other data files stay as they are.
+    /// Inputs declared in the transform's incremental_by are read for that range only.
+    /// Downstream tables follow (their changed partitions, or a full refresh). No source files
+    /// are loaded. Everything is published at once and can be undone with `pipeline rollback`.
+    ///
+    /// Example:
+    ///   pipeline backfill retail --from 2026-02-01 --to 2026-02-28 --tables silver.orders --plan
+    #[command(verbatim_doc_comment)]
+    Backfill {
+        pipeline: String,
+        /// First day of the range (YYYY-MM-DD).
+        #[arg(long, value_name = "DATE")]
+        from: String,
+        /// Last day of the range, included (YYYY-MM-DD).
+        #[arg(long, value_name = "DATE")]
+        to: String,
+        /// Comma-separated tables to recompute (default: every time-partitioned transform).
+        #[arg(long, value_delimiter = ',', value_name = "TABLES")]
+        tables: Vec<String>,
+        /// Only print what would happen (tables, partitions, input files and bytes); change nothing.
+        #[arg(long)]
+        plan: bool,
+        /// Why this is run (a ticket, an incident, "late February files"): kept in the run
+        /// record that `pipeline runs` and `pipeline run-info` show.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Check a pipeline (spec, SQL, dependencies, referenced tables) without running anything.
+    Validate { pipeline: String },
+    /// Show what the spec and SQL on disk would change in the live tables' schemas, and what
+    /// each breaking change would break, before anything runs.
+    ///
+    /// Every transform is planned against the schemas the next run would produce and
+    /// compared with its live table: columns added or widened are safe; dropped, renamed or
+    /// retyped columns are BREAKING, listed with every transform SQL file:line that uses them
+    /// today, the columns computed from them, and each declared [[reader]] (with its owner).
+    /// Nothing is run or written.
+    ///
+    /// Example (in CI, before merging a SQL change):
+    ///   pipeline plan retail --fail-on-breaking
+    #[command(verbatim_doc_comment)]
+    Plan {
+        /// Pipeline name: pipelines/<PIPELINE>.toml.
+        pipeline: String,
+        /// Exit with status 3 when any change is breaking (or a transform would fail).
+        #[arg(long)]
+        fail_on_breaking: bool,
+    },
+    /// List the tables in the catalog.
+    Tables {
+        /// Use this pipeline's catalog (default: the only pipeline's, else the embedded default).
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// Show a table's schema, partition spec, current snapshot and row count.
+    Describe {
+        /// namespace.table
+        table: String,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// List a table's live data files: path, partition, rows, bytes, adding snapshot.
+    Files {
+        /// namespace.table
+        table: String,
+        /// Files of this snapshot instead of the current one.
+        #[arg(long, value_name = "SNAPSHOT_ID")]
+        as_of: Option<i64>,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// List a table's snapshots: id, time, operation, row counts, run id.
+    History {
+        /// namespace.table
+        table: String,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// List published runs and rollbacks, oldest first: id, pipeline, tables, undo command.
+    Runs {
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// Show one run: every table it changed, snapshot before and after, rows.
+    RunInfo {
+        /// A run id from `pipeline runs`.
+        run_id: String,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// Undo a run: every table it changed goes back to its previous snapshot, atomically.
+    /// Refused if any of those tables changed after the run (roll back later runs first).
+    Rollback {
+        /// A run id from `pipeline runs`.
+        run_id: String,
+        /// Why this is run (a ticket, an incident, "late February files"): kept in the run
+        /// record that `pipeline runs` and `pipeline run-info` show.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// List files in table folders that no snapshot of any table references (left by failed
+    /// or killed runs); `--delete` removes them.
+    Orphans {
+        /// Only files at least this old (so files a running job writes are never touched).
+        #[arg(long, value_name = "MINUTES", default_value_t = 60)]
+        older_than: u64,
+        /// Delete the files listed.
+        #[arg(long)]
+        delete: bool,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// Show where a table's columns come from: the upstream tree of each column through every
+    /// transform's SELECT down to bronze and the source files' fields.
+    ///
+    /// Lineage is read from the SQL planned against the tables' schemas; nothing runs.
+    /// Examples:
+    ///   pipeline lineage gold.fact_orders.customer_name
+    ///   pipeline lineage gold.monthly_revenue --format mermaid
+    ///   pipeline lineage silver.orders.amount --format dot | dot -Tsvg > amount.svg
+    #[command(verbatim_doc_comment)]
+    Lineage {
+        /// namespace.table or namespace.table.column
+        target: String,
+        /// text (a tree), dot (Graphviz), mermaid, or json (also with --json).
+        #[arg(long, default_value = "text", value_parser = ["text", "dot", "mermaid", "json"])]
+        format: String,
+        /// The pipeline to read (default: the one that writes the table).
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// Run a SELECT over catalog tables and print the result.
+    Query {
+        /// One SELECT; tables are written namespace.table.
+        sql: String,
+        /// Read tables as of this snapshot id (time travel); see `pipeline history`.
+        #[arg(long = "as-of", value_name = "SNAPSHOT_ID")]
+        as_of: Option<i64>,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+}

@@ -1,0 +1,203 @@
+//! What each command does: read its arguments, call the library, hand the result to its
+//! printer. No logic of the engine lives here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::args::{Cli, Command};
+use super::print;
+use super::progress::Progress;
+use crate::catalog::{open_project_catalog, Invocation, PipelineCatalog};
+use crate::error::{Error, Result};
+use crate::output::batches_to_rows;
+use crate::plan::{lineage_of, plan_backfill, plan_changes, validate, Backfill};
+use crate::run::{rollback, run_pipeline, RunOptions};
+use crate::spec::{load_with_catalog, producer_of, ColumnRef, TableName};
+use crate::{inspect, maintain};
+
+/// Runs the command `cli` names.
+pub async fn execute(cli: Cli) -> Result<()> {
+    let project = std::path::absolute(&cli.project).map_err(|e| Error::io(&cli.project, e))?;
+    let catalog_name = cli.catalog.as_deref();
+    let invocation =
+        |reason: &Option<String>| Invocation::current(reason.clone(), cli.catalog.clone());
+    match &cli.command {
+        Command::Run {
+            pipeline,
+            full_refresh,
+            reload_changed,
+            reason,
+            wait,
+        } => {
+            let spec = load_with_catalog(&project, pipeline, catalog_name)?;
+            let mut options = RunOptions::new(wait.lock_wait());
+            options.full_refresh = *full_refresh;
+            options.reload_changed = *reload_changed;
+            options.invocation = invocation(reason);
+            let report = run_pipeline(&spec, Arc::new(Progress::stderr()), options).await?;
+            print::run(&report, cli.json);
+        }
+        Command::Backfill {
+            pipeline,
+            from,
+            to,
+            tables,
+            plan,
+            reason,
+            wait,
+        } => {
+            let spec = load_with_catalog(&project, pipeline, catalog_name)?;
+            let backfill = Backfill::request(&spec, from, to, tables)?;
+            if *plan {
+                let planned = plan_backfill(&spec, &backfill).await?;
+                print::backfill_plan(&planned, cli.json);
+                return Ok(());
+            }
+            let mut options = RunOptions::new(wait.lock_wait());
+            options.backfill = Some(backfill);
+            options.invocation = invocation(reason);
+            let report = run_pipeline(&spec, Arc::new(Progress::stderr()), options).await?;
+            print::run(&report, cli.json);
+        }
+        Command::Lineage {
+            target,
+            format,
+            pipeline,
+        } => {
+            let (table, column) = lineage_target(target)?;
+            let name = match pipeline {
+                Some(p) => p.clone(),
+                None => producer_of(&project, &table)?,
+            };
+            let spec = load_with_catalog(&project, &name, catalog_name)?;
+            let lineage = lineage_of(&spec).await?;
+            let columns = lineage
+                .tables
+                .get(&table)
+                .ok_or_else(|| Error::Usage(format!("pipeline {name} does not write {table}")))?;
+            let roots: Vec<ColumnRef> = match column {
+                Some(c) if columns.contains(&c) => vec![ColumnRef::new(&table, &c)],
+                Some(c) => {
+                    return Err(Error::Usage(format!(
+                        "{table} has no column `{c}`; its columns: {}",
+                        columns.join(", ")
+                    )))
+                }
+                None => columns.iter().map(|c| ColumnRef::new(&table, c)).collect(),
+            };
+            print::lineage(&lineage, &roots, format, cli.json);
+        }
+        Command::Plan {
+            pipeline,
+            fail_on_breaking,
+        } => {
+            let spec = load_with_catalog(&project, pipeline, catalog_name)?;
+            let plan = plan_changes(&spec).await?;
+            print::schema_plan(&plan, cli.json);
+            let count = plan.breaking();
+            if *fail_on_breaking && count > 0 {
+                return Err(Error::Breaking { count });
+            }
+        }
+        Command::Validate { pipeline } => {
+            let spec = load_with_catalog(&project, pipeline, catalog_name)?;
+            let validated = validate(&spec).await?;
+            print::validate(&spec, &validated, cli.json);
+        }
+        Command::Tables { pipeline } => {
+            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
+            let tables = catalog.list_tables().await?;
+            let mut infos = Vec::new();
+            if !cli.json {
+                for t in &tables {
+                    infos.push(inspect::describe(&catalog, t).await?);
+                }
+            }
+            print::tables(&tables, &infos, cli.json);
+        }
+        Command::Files {
+            table,
+            as_of,
+            pipeline,
+        } => {
+            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
+            let files = inspect::files(&catalog, &table_arg(table)?, *as_of).await?;
+            print::files(&files, cli.json);
+        }
+        Command::Describe { table, pipeline } => {
+            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
+            let info = inspect::describe(&catalog, &table_arg(table)?).await?;
+            print::describe(&info, cli.json);
+        }
+        Command::History { table, pipeline } => {
+            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
+            let snapshots = inspect::history(&catalog, &table_arg(table)?).await?;
+            print::history(&snapshots, cli.json);
+        }
+        Command::Runs { pipeline } => {
+            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
+            print::runs(&catalog.runs().await?, cli.json);
+        }
+        Command::RunInfo { run_id, pipeline } => {
+            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
+            print::record(&catalog.run(run_id).await?, cli.json);
+        }
+        Command::Rollback {
+            run_id,
+            reason,
+            pipeline,
+        } => {
+            let catalog: PipelineCatalog =
+                open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
+            let observer = Arc::new(Progress::stderr());
+            let record = rollback(&catalog, run_id, &invocation(reason), observer).await?;
+            print::record(&record, cli.json);
+        }
+        Command::Orphans {
+            older_than,
+            delete,
+            pipeline,
+        } => {
+            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
+            let age = Duration::from_secs(older_than * 60);
+            let orphans = maintain::find_orphans(&catalog, age).await?;
+            if *delete {
+                maintain::delete_orphans(&orphans)?;
+            }
+            print::orphans(&orphans, *delete, cli.json);
+        }
+        Command::Query {
+            sql,
+            as_of,
+            pipeline,
+        } => {
+            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
+            let (schema, batches) = inspect::query(&catalog, sql, *as_of).await?;
+            print::query(&batches_to_rows(&schema, &batches)?, cli.json);
+        }
+    }
+    Ok(())
+}
+
+/// `ns.table` or `ns.table.column`.
+fn lineage_target(text: &str) -> Result<(TableName, Option<String>)> {
+    if let Some(table) = TableName::parse(text) {
+        return Ok((table, None));
+    }
+    ColumnRef::parse(text)
+        .map(|c| (c.table, Some(c.column)))
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "`{text}` is neither namespace.table nor namespace.table.column, e.g. gold.fact_orders.customer_name"
+            ))
+        })
+}
+
+/// A `namespace.table` argument.
+fn table_arg(text: &str) -> Result<TableName> {
+    TableName::parse(text).ok_or_else(|| {
+        Error::Usage(format!(
+            "`{text}` is not a table name; write namespace.table, e.g. gold.customer_metrics"
+        ))
+    })
+}

@@ -1,0 +1,436 @@
+//! One printer per command: the same data as a table or text for a person, or as JSON with
+//! `--json`. Printers only format; what they print comes from the library.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::catalog::RunRecord;
+use crate::inspect::{FileInfo, SnapshotInfo, TableInfo};
+use crate::lineage::{render, LineageFormat, PipelineLineage};
+use crate::maintain::Orphan;
+use crate::output::{render_table, Rows};
+use crate::plan::{render_text, JobId, PlannedTable, SchemaPlan, Validated};
+use crate::quality::summary;
+use crate::run::RunReport;
+use crate::spec::{ColumnRef, Pipeline, TableName};
+
+/// `value` as pretty JSON on stdout.
+fn json(value: &impl Serialize) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    );
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// `pipeline run` and `pipeline backfill`: the run and a line per job.
+pub fn run(report: &RunReport, as_json: bool) {
+    if as_json {
+        return json(report);
+    }
+    let rows: Vec<Vec<String>> = report
+        .jobs
+        .iter()
+        .map(|j| {
+            vec![
+                j.job.to_string(),
+                j.table.clone(),
+                j.rows_in.to_string(),
+                j.rows_out.to_string(),
+                j.quarantined.to_string(),
+                j.files.to_string(),
+                j.snapshot_id.to_string(),
+                format!("{:.2}s", j.seconds),
+                j.action.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "\nrun {} of pipeline {}: published {} tables in {:.2}s\n",
+        report.run_id,
+        report.pipeline,
+        report.tables.len(),
+        report.seconds
+    );
+    let _ = write!(
+        out,
+        "{}",
+        render_table(
+            &strings(&[
+                "job",
+                "table",
+                "rows in",
+                "rows out",
+                "quarantined",
+                "files",
+                "snapshot",
+                "time",
+                "action"
+            ]),
+            &rows
+        )
+    );
+}
+
+/// `pipeline backfill --plan`.
+pub fn backfill_plan(planned: &[PlannedTable], as_json: bool) {
+    if as_json {
+        return json(&planned);
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "backfill plan (nothing has been changed):\n");
+    for t in planned {
+        let _ = writeln!(out, "{}: {}", t.table, t.action);
+        for i in &t.inputs {
+            let amount = match (i.files, i.bytes) {
+                (Some(f), Some(b)) => format!(": {f} files, {b} bytes"),
+                _ => String::new(),
+            };
+            let _ = writeln!(out, "    reads {} ({}){amount}", i.table, i.read);
+        }
+    }
+}
+
+/// `pipeline run-info` and `pipeline rollback`: one run record.
+pub fn record(run: &RunRecord, as_json: bool) {
+    if as_json {
+        return json(run);
+    }
+    println!("run:          {}", run.run_id);
+    println!("pipeline:     {}", run.pipeline);
+    println!("kind:         {}", run.kind);
+    if let Some(id) = &run.rolls_back {
+        println!("rolls back:   {id}");
+    }
+    println!("started at:   {}", run.started_at);
+    println!("published at: {}", run.finished_at);
+    if !run.invocation.user.is_empty() {
+        println!(
+            "by:           {} on {}",
+            run.invocation.user, run.invocation.host
+        );
+    }
+    if let Some(reason) = &run.invocation.reason {
+        println!("reason:       {reason}");
+    }
+    if !run.invocation.command.is_empty() {
+        println!("command:      {}", run.invocation.command.join(" "));
+    }
+    println!("undo with:    {}", run.undo_command());
+    println!();
+    let show = |s: Option<i64>| s.map_or_else(|| "(none)".to_string(), |s| s.to_string());
+    let rows: Vec<Vec<String>> = run
+        .tables
+        .iter()
+        .map(|t| {
+            vec![
+                t.table.clone(),
+                t.operation.clone(),
+                show(t.snapshot_before),
+                show(t.snapshot_after),
+                t.rows.to_string(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        render_table(
+            &strings(&[
+                "table",
+                "operation",
+                "snapshot before",
+                "snapshot after",
+                "rows"
+            ]),
+            &rows
+        )
+    );
+}
+
+/// `pipeline runs`: every published run, oldest first.
+pub fn runs(runs: &[RunRecord], as_json: bool) {
+    if as_json {
+        return json(&runs);
+    }
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            vec![
+                r.run_id.clone(),
+                r.pipeline.clone(),
+                match &r.rolls_back {
+                    Some(id) => format!("rollback of {id}"),
+                    None => r.kind.to_string(),
+                },
+                r.finished_at.clone(),
+                r.invocation.user.clone(),
+                r.invocation.reason.clone().unwrap_or_default(),
+                r.tables.len().to_string(),
+                summary(&r.quality),
+                r.undo_command(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        render_table(
+            &strings(&[
+                "run",
+                "pipeline",
+                "kind",
+                "published at",
+                "by",
+                "reason",
+                "tables",
+                "checks",
+                "undo",
+            ]),
+            &rows
+        )
+    );
+}
+
+/// `pipeline validate`: the jobs in the order they run, each with its inputs.
+pub fn validate(spec: &Pipeline, v: &Validated, as_json: bool) {
+    let table_of = |j: &JobId| match j {
+        JobId::Ingest(i) => &spec.ingests[*i].table,
+        JobId::Transform(i) => &spec.transforms[*i].table,
+    };
+    if as_json {
+        let tables: Vec<String> = v
+            .graph
+            .order
+            .iter()
+            .map(|j| table_of(j).to_string())
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({"pipeline": spec.name, "valid": true, "jobs_in_order": tables})
+        );
+        return;
+    }
+    println!(
+        "pipeline {} is valid: {} ingest and {} transform jobs",
+        spec.name,
+        spec.ingests.len(),
+        spec.transforms.len()
+    );
+    for j in &v.graph.order {
+        let (kind, deps) = match j {
+            JobId::Ingest(_) => ("ingest", String::new()),
+            JobId::Transform(i) => (
+                "transform",
+                v.graph.transforms[*i]
+                    .inputs
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+        };
+        let table = table_of(j);
+        if deps.is_empty() {
+            println!("  {kind:<9} {table}");
+        } else {
+            println!("  {kind:<9} {table}  <- {deps}");
+        }
+    }
+}
+
+/// `pipeline plan`: the schema changes and what they break.
+pub fn schema_plan(plan: &SchemaPlan, as_json: bool) {
+    if as_json {
+        return json(plan);
+    }
+    print!("{}", render_text(plan));
+}
+
+/// `pipeline lineage`: the trees of `roots` in `format` (JSON with `--json`).
+pub fn lineage(lineage: &PipelineLineage, roots: &[ColumnRef], format: &str, as_json: bool) {
+    let format = if as_json { "json" } else { format };
+    let format = LineageFormat::parse(format).unwrap_or(LineageFormat::Text);
+    print!("{}", render(lineage, roots, format));
+    if format == LineageFormat::Json {
+        println!();
+    }
+}
+
+/// `pipeline tables`: names (JSON), or each table with its rows, files and snapshot.
+pub fn tables(tables: &[TableName], infos: &[TableInfo], as_json: bool) {
+    if as_json {
+        let names: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
+        return json(&names);
+    }
+    let rows: Vec<Vec<String>> = infos
+        .iter()
+        .map(|info| {
+            vec![
+                info.table.clone(),
+                info.rows.to_string(),
+                info.data_files.to_string(),
+                info.current_snapshot_id
+                    .map(|s| s.to_string())
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        render_table(&strings(&["table", "rows", "files", "snapshot"]), &rows)
+    );
+}
+
+/// `pipeline files`.
+pub fn files(files: &[FileInfo], as_json: bool) {
+    if as_json {
+        return json(&files);
+    }
+    let rows: Vec<Vec<String>> = files
+        .iter()
+        .map(|f| {
+            vec![
+                f.partition.clone(),
+                f.records.to_string(),
+                f.bytes.to_string(),
+                f.added_snapshot_id.map_or(String::new(), |s| s.to_string()),
+                f.path.clone(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        render_table(
+            &strings(&["partition", "rows", "bytes", "added by", "path"]),
+            &rows
+        )
+    );
+}
+
+/// `pipeline describe`.
+pub fn describe(info: &TableInfo, as_json: bool) {
+    if as_json {
+        return json(info);
+    }
+    println!("table:            {}", info.table);
+    println!("location:         {}", info.location);
+    println!("metadata:         {}", info.metadata_location);
+    println!("format version:   {}", info.format_version);
+    println!(
+        "current snapshot: {}",
+        info.current_snapshot_id
+            .map(|s| s.to_string())
+            .unwrap_or("(none)".into())
+    );
+    println!("rows:             {}", info.rows);
+    println!(
+        "data files:       {} ({} bytes)",
+        info.data_files, info.bytes
+    );
+    println!(
+        "metadata:         {} snapshots, {} manifests in the current one",
+        info.snapshots, info.manifests
+    );
+    println!(
+        "partitioned by:   {}",
+        if info.partition_spec.is_empty() {
+            "(unpartitioned)".to_string()
+        } else {
+            info.partition_spec.join(", ")
+        }
+    );
+    println!();
+    let rows: Vec<Vec<String>> = info
+        .columns
+        .iter()
+        .map(|c| {
+            vec![
+                c.id.to_string(),
+                c.name.clone(),
+                c.ty.clone(),
+                if c.required { "required" } else { "optional" }.into(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        render_table(&strings(&["id", "column", "type", "nullability"]), &rows)
+    );
+}
+
+/// `pipeline history`.
+pub fn history(snapshots: &[SnapshotInfo], as_json: bool) {
+    if as_json {
+        return json(&snapshots);
+    }
+    let rows: Vec<Vec<String>> = snapshots
+        .iter()
+        .map(|s| {
+            vec![
+                format!("{}{}", s.snapshot_id, if s.current { " *" } else { "" }),
+                s.committed_at.clone(),
+                s.operation.clone(),
+                format!("+{}", s.added_records),
+                format!("-{}", s.deleted_records),
+                s.total_records.to_string(),
+                s.run_id.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        render_table(
+            &strings(&[
+                "snapshot (* = current)",
+                "committed at",
+                "operation",
+                "added",
+                "deleted",
+                "total rows",
+                "run"
+            ]),
+            &rows
+        )
+    );
+}
+
+/// `pipeline orphans`.
+pub fn orphans(orphans: &[Orphan], deleted: bool, as_json: bool) {
+    if as_json {
+        println!(
+            "{}",
+            serde_json::json!({"orphans": orphans, "deleted": deleted})
+        );
+        return;
+    }
+    let rows: Vec<Vec<String>> = orphans
+        .iter()
+        .map(|o| vec![o.table.clone(), o.bytes.to_string(), o.path.clone()])
+        .collect();
+    print!(
+        "{}",
+        render_table(&strings(&["table", "bytes", "file"]), &rows)
+    );
+    let total: u64 = orphans.iter().map(|o| o.bytes).sum();
+    let verb = if deleted {
+        "deleted"
+    } else {
+        "unreferenced (run with --delete to remove)"
+    };
+    println!("{} files, {total} bytes {verb}", orphans.len());
+}
+
+/// `pipeline query`.
+pub fn query(rows: &Rows, as_json: bool) {
+    if as_json {
+        println!("{}", rows.to_json());
+    } else {
+        print!("{}", rows.to_table());
+        println!("({} rows)", rows.rows.len());
+    }
+}

@@ -1,0 +1,193 @@
+//! Publishing on catalogs that move one table at a time (S3 Tables; REST servers without
+//! multi-table commits), through a durable publish record.
+//!
+//! The record lives in the catalog itself, in the control table `pipeline_meta.runs`: its
+//! table property `pipeline.publishing` holds the run's intent (which snapshot each table moves
+//! to, from which metadata version), and each published run appends one row holding its run
+//! record. Every change of the control table is a new snapshot moved by compare-and-set, so
+//! only one intent can be pending at a time.
+//!
+//! ```text
+//!  write new metadata files ─▶ check every table is still at its base ─▶ (conflict: nothing done)
+//!      ─▶ control table: set intent ─▶ move table 1 … table N (compare-and-set each)
+//!      ─▶ control table: clear intent + append run record
+//! ```
+//!
+//! A command killed after the intent is set leaves it pending; the next command that changes
+//! tables completes or undoes it (see `recover.rs`).
+//!
+//! What a reader can observe: between the first and the last table move, some of the run's
+//! tables are at the new version and others at the old one (never a mix within one table).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::intent::{
+    commit_control, finish, intent_of, is_pending, write_next, Intent, IntentEntry,
+};
+use super::publication::{locations, versions_of, Publication, PublishOutcome, Publisher};
+use super::recover::resolve;
+use crate::catalog::{control_name, control_table, run_records, RemoteCatalog, RunRecord, Swap};
+use crate::error::{Error, Result};
+use crate::fault::pause_point;
+
+/// The publisher of remote catalogs without multi-table commits.
+pub struct JournaledPublisher {
+    pub remote: Arc<RemoteCatalog>,
+}
+
+#[async_trait]
+impl Publisher for JournaledPublisher {
+    async fn try_publish(&self, publication: &Publication) -> Result<PublishOutcome> {
+        let remote = &self.remote;
+        if publication.changes.is_empty() {
+            // Nothing moves: only the record is written (one control-table commit).
+            if let Some(record) = &publication.record {
+                append_record(remote, record).await?;
+            }
+            return Ok(PublishOutcome::Published(Vec::new()));
+        }
+        // 1. New metadata files (invisible until a pointer moves to them).
+        let mut entries = Vec::with_capacity(publication.changes.len());
+        let mut news = Vec::with_capacity(publication.changes.len());
+        for change in &publication.changes {
+            let (base_location, base, new) = versions_of(remote, change).await?;
+            let file = write_next(&remote.file_io, &base_location, &new).await?;
+            entries.push(IntentEntry {
+                table: change.table.to_string(),
+                from_location: base_location,
+                from_snapshot: base.current_snapshot_id(),
+                to_snapshot: new.current_snapshot_id(),
+                metadata_file: file,
+            });
+            news.push((base, new));
+        }
+        // 2. Every table must still be where the run found it.
+        let mut conflicts = Vec::new();
+        for (index, change) in publication.changes.iter().enumerate() {
+            let current = remote.current(&change.table).await?;
+            if current.map(|c| c.location) != change.expected_location {
+                conflicts.push(index);
+            }
+        }
+        if !conflicts.is_empty() {
+            return Ok(PublishOutcome::Conflicts(conflicts));
+        }
+        // 3. The intent, durably.
+        let intent = Intent {
+            // Fresh for every attempt: a resolver of an earlier attempt never matches it.
+            id: uuid::Uuid::new_v4().to_string(),
+            started_at: chrono::Utc::now().to_rfc3339(),
+            entries,
+            record: publication.record.clone(),
+        };
+        set_intent(remote, &intent).await?;
+        // 4. Each table, by compare-and-set.
+        let mut moved: Vec<String> = Vec::new();
+        for (index, (entry, (base, new))) in intent.entries.iter().zip(&news).enumerate() {
+            let table = &publication.changes[index].table;
+            match remote
+                .pointers
+                .swap(table, &entry.from_location, base, &entry.metadata_file, new)
+                .await?
+            {
+                Swap::Moved(location) => moved.push(location),
+                Swap::AlreadyThere => {
+                    let now = remote.current(table).await?;
+                    moved.push(now.map(|c| c.location).unwrap_or_default());
+                }
+                Swap::Conflict => {
+                    if !is_pending(remote, &intent).await? {
+                        // Another command resolved this publish meanwhile (a recovery that
+                        // found it pending): its outcome is ours.
+                        return outcome_of(remote, &intent, publication, index).await;
+                    }
+                    // Another writer got in between the check and the move: resolve our
+                    // publish (forward if the table is at our target after all, else back) and
+                    // report what it became.
+                    tracing::warn!(table = %table, "table moved during publish; resolving");
+                    let recovery = resolve(remote, &intent).await?;
+                    if recovery.completed {
+                        return outcome_of(remote, &intent, publication, index).await;
+                    }
+                    return Ok(PublishOutcome::Conflicts(vec![index]));
+                }
+            }
+            pause_point("publishing");
+        }
+        // 5. Done: clear the intent and append the record.
+        if !finish(remote, &intent, true).await? {
+            return outcome_of(remote, &intent, publication, 0).await;
+        }
+        Ok(PublishOutcome::Published(moved))
+    }
+}
+
+/// Sets `intent` on the control table, first resolving another command's pending one.
+async fn set_intent(remote: &RemoteCatalog, intent: &Intent) -> Result<()> {
+    for _ in 0..20 {
+        let control = control_table(remote).await?;
+        if let Some(pending) = intent_of(&control.metadata)? {
+            tracing::warn!(run = %pending.id, "another command left a publish pending; resolving it first");
+            resolve(remote, &pending).await?;
+            continue;
+        }
+        if let Swap::Moved(_) | Swap::AlreadyThere =
+            commit_control(remote, &control, Some(intent), None).await?
+        {
+            return Ok(());
+        }
+    }
+    Err(Error::Conflict {
+        table: control_name().to_string(),
+        message: "the control table kept changing while this command tried to record its publish"
+            .into(),
+    })
+}
+
+/// Appends `record` alone (a run that changed no table), after any pending publish.
+async fn append_record(remote: &RemoteCatalog, record: &RunRecord) -> Result<()> {
+    for _ in 0..20 {
+        let control = control_table(remote).await?;
+        if let Some(pending) = intent_of(&control.metadata)? {
+            resolve(remote, &pending).await?;
+            continue;
+        }
+        if let Swap::Moved(_) | Swap::AlreadyThere =
+            commit_control(remote, &control, None, Some(record)).await?
+        {
+            return Ok(());
+        }
+    }
+    Err(Error::Conflict {
+        table: control_name().to_string(),
+        message: "the control table kept changing while this command tried to record its run"
+            .into(),
+    })
+}
+
+/// The outcome of a publish another command resolved: published if its run record exists,
+/// otherwise (rolled back) a conflict on change `index`.
+async fn outcome_of(
+    remote: &RemoteCatalog,
+    intent: &Intent,
+    publication: &Publication,
+    index: usize,
+) -> Result<PublishOutcome> {
+    let recorded = match &intent.record {
+        Some(record) => run_records(remote)
+            .await?
+            .iter()
+            .any(|r| r.run_id == record.run_id),
+        None => false,
+    };
+    if !recorded {
+        tracing::warn!(run = %intent.id, "another command rolled this publish back");
+        return Ok(PublishOutcome::Conflicts(vec![index]));
+    }
+    tracing::info!(run = %intent.id, "another command completed this publish");
+    Ok(PublishOutcome::Published(
+        locations(remote, &publication.changes).await?,
+    ))
+}

@@ -1,0 +1,121 @@
+//! What a publish is: a set of table changes ([`TableChange`]) moved together with the run
+//! record that describes them ([`Publication`]), by a [`Publisher`] of the catalog's kind,
+//! all of them or (on a conflict) none.
+
+use async_trait::async_trait;
+use iceberg::spec::{TableMetadata, MAIN_BRANCH};
+
+use crate::catalog::{RemoteCatalog, RunRecord};
+use crate::commit::staged::StagedTable;
+use crate::error::{Error, Result};
+use crate::spec::TableName;
+
+/// One table's move in a publish.
+pub struct TableChange {
+    pub table: TableName,
+    /// The metadata location the change was staged on; `None` creates the table.
+    pub expected_location: Option<String>,
+    /// The metadata to publish (its `main` branch already points at the new snapshot), or
+    /// `None` to drop the table from the catalog (its files stay, for time travel by path).
+    pub metadata: Option<TableMetadata>,
+}
+
+impl TableChange {
+    /// The change that publishes a staged table: `main` moves to its staged snapshot, from
+    /// the metadata location the run staged it on.
+    pub fn publish(staged: StagedTable) -> Result<TableChange> {
+        Ok(TableChange {
+            metadata: Some(staged.published_metadata()?),
+            table: staged.table,
+            expected_location: staged.base_location,
+        })
+    }
+}
+
+/// A set of table changes published together, with the record that describes them.
+#[derive(Default)]
+pub struct Publication {
+    pub changes: Vec<TableChange>,
+    /// Written in the same transaction as the pointer moves.
+    pub record: Option<RunRecord>,
+}
+
+/// What an attempt to publish did.
+pub enum PublishOutcome {
+    /// Every pointer moved; the new metadata location of each table, in order.
+    Published(Vec<String>),
+    /// Nothing moved: the changes (by index) whose table another writer moved first.
+    Conflicts(Vec<usize>),
+}
+
+/// How a catalog publishes a set of table changes: all of them, or (on a conflict) none.
+#[async_trait]
+pub trait Publisher: Send + Sync {
+    /// Publishes every change at once, or (when another writer moved any of the tables since
+    /// the change was staged) nothing, reporting every such table.
+    async fn try_publish(&self, publication: &Publication) -> Result<PublishOutcome>;
+
+    /// Publishes every change at once. On any conflict nothing moves and the error names the
+    /// table. Returns the new metadata location of each table, in order.
+    async fn publish(&self, publication: Publication) -> Result<Vec<String>> {
+        match self.try_publish(&publication).await? {
+            PublishOutcome::Published(locations) => Ok(locations),
+            PublishOutcome::Conflicts(indexes) => {
+                let change = &publication.changes[indexes[0]];
+                Err(Error::Conflict {
+                    table: change.table.to_string(),
+                    message: match change.expected_location {
+                        Some(_) => "another writer committed to it after this command read it",
+                        None => "another writer created it after this command started",
+                    }
+                    .into(),
+                })
+            }
+        }
+    }
+}
+
+/// A change's base on a remote catalog (its metadata location and metadata) and the metadata
+/// it moves the table to. A change without metadata (the embedded catalog's drop) empties the
+/// table.
+pub(super) async fn versions_of(
+    remote: &RemoteCatalog,
+    change: &TableChange,
+) -> Result<(String, TableMetadata, TableMetadata)> {
+    let Some(base_location) = &change.expected_location else {
+        return Err(Error::Internal(format!(
+            "{}: a remote catalog's table must exist before its first publish",
+            change.table
+        )));
+    };
+    let base = remote.read_metadata(base_location).await?;
+    let new = match &change.metadata {
+        Some(m) => m.clone(),
+        None => emptied(&base, base_location)?,
+    };
+    Ok((base_location.clone(), base, new))
+}
+
+/// The current metadata location on a remote catalog of each changed table, in order.
+pub(super) async fn locations(
+    remote: &RemoteCatalog,
+    changes: &[TableChange],
+) -> Result<Vec<String>> {
+    let mut locations = Vec::with_capacity(changes.len());
+    for change in changes {
+        let now = remote.current(&change.table).await?;
+        locations.push(now.map(|c| c.location).unwrap_or_default());
+    }
+    Ok(locations)
+}
+
+/// `metadata` with `main` removed: the table reads as empty (how a remote catalog "drops" a
+/// table a rolled-back run created; its history stays).
+fn emptied(metadata: &TableMetadata, base_location: &str) -> Result<TableMetadata> {
+    Ok(metadata
+        .clone()
+        .into_builder(Some(base_location.to_string()))
+        .remove_ref(MAIN_BRANCH)
+        .build()?
+        .metadata)
+}

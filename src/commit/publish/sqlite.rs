@@ -1,0 +1,113 @@
+//! The embedded catalog's publisher: new metadata files are written first, then every table
+//! pointer of the run moves in ONE SQLite transaction, each by compare-and-set on the metadata
+//! location the run started from, together with the run record. Readers see all of a run's
+//! tables move, or none.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use async_trait::async_trait;
+use iceberg::io::FileIO;
+use iceberg::MetadataLocation;
+use sqlx::Connection;
+
+use super::publication::{Publication, PublishOutcome, Publisher};
+use crate::catalog::{insert_run_record, sqlite_connection};
+use crate::error::{Error, Result};
+use crate::fault::pause_point;
+
+/// The embedded catalog's publisher: one SQLite transaction for every pointer and the record.
+pub struct SqlitePublisher {
+    /// Catalog name as stored in the SQLite file.
+    pub name: String,
+    pub database: PathBuf,
+    pub file_io: FileIO,
+}
+
+#[async_trait]
+impl Publisher for SqlitePublisher {
+    async fn try_publish(&self, publication: &Publication) -> Result<PublishOutcome> {
+        // 1. Write every new metadata file. Until the pointers move, nobody reads them.
+        let mut planned = Vec::with_capacity(publication.changes.len());
+        for change in &publication.changes {
+            let Some(metadata) = &change.metadata else {
+                planned.push(String::new());
+                continue;
+            };
+            let location = match &change.expected_location {
+                Some(current) => MetadataLocation::from_str(current)?
+                    .with_next_version()
+                    .with_new_metadata(metadata),
+                None => MetadataLocation::new_with_metadata(metadata.location(), metadata),
+            };
+            metadata
+                .write_to(&self.file_io, &location)
+                .await
+                .map_err(|e| Error::table(&change.table, "cannot write table metadata", e))?;
+            planned.push(location.to_string());
+        }
+
+        // 2. Move every pointer in one transaction.
+        let mut conn = sqlite_connection(&self.database).await?;
+        let mut tx = conn.begin().await?;
+        let mut conflicts = Vec::new();
+        for (index, (change, new_location)) in publication.changes.iter().zip(&planned).enumerate()
+        {
+            let ns = &change.table.namespace;
+            let name = &change.table.name;
+            let moved = match (&change.expected_location, &change.metadata) {
+                (Some(expected), None) => sqlx::query(
+                    "DELETE FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? \
+                     AND table_name = ? AND metadata_location = ?",
+                )
+                .bind(&self.name)
+                .bind(ns)
+                .bind(name)
+                .bind(expected)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+                (Some(expected), Some(_)) => sqlx::query(
+                    "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? \
+                     WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? \
+                     AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL) AND metadata_location = ?",
+                )
+                .bind(new_location)
+                .bind(expected)
+                .bind(&self.name)
+                .bind(ns)
+                .bind(name)
+                .bind(expected)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+                (None, _) => sqlx::query(
+                    "INSERT OR IGNORE INTO iceberg_tables \
+                     (catalog_name, table_namespace, table_name, metadata_location, iceberg_type) \
+                     VALUES (?, ?, ?, ?, 'TABLE')",
+                )
+                .bind(&self.name)
+                .bind(ns)
+                .bind(name)
+                .bind(new_location)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+            };
+            if moved != 1 {
+                conflicts.push(index);
+                continue;
+            }
+            pause_point("publishing");
+        }
+        if !conflicts.is_empty() {
+            tx.rollback().await?;
+            return Ok(PublishOutcome::Conflicts(conflicts));
+        }
+        if let Some(record) = &publication.record {
+            insert_run_record(&mut tx, &self.name, record).await?;
+        }
+        tx.commit().await?;
+        Ok(PublishOutcome::Published(planned))
+    }
+}

@@ -1,0 +1,14 @@
+//! The query engine under every SQL the engine runs (transforms, expectations, `pipeline
+//! query`): one place that builds DataFusion sessions, with the engine's own physical rule
+//! (streaming `row_number()`), row counts for join planning, and readable error messages.
+//! Choosing where queries execute (one machine, or a cluster) belongs here, so nothing above
+//! knows.
+
+mod message;
+mod row_count;
+mod session;
+mod window_rule;
+
+pub use message::clean_message;
+pub use row_count::CountedTable;
+pub use session::{new_session, register_table, session_over, DEFAULT_MEMORY_LIMIT_MB};

@@ -1,0 +1,91 @@
+//! The DataFusion session a transform runs in: only the tables registered here exist.
+
+use std::sync::{Arc, OnceLock};
+
+use datafusion::catalog::{MemorySchemaProvider, TableProvider};
+use datafusion::common::TableReference;
+use datafusion::execution::memory_pool::FairSpillPool;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+use datafusion::execution::SessionStateBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use super::window_rule::StreamingRowNumber;
+
+use crate::error::{Error, Result};
+use crate::spec::TableName;
+
+/// Default memory budget of query execution, shared by all transforms of a process.
+pub const DEFAULT_MEMORY_LIMIT_MB: usize = 1024;
+
+/// The process-wide execution environment: one memory pool of `PIPELINE_MEMORY_LIMIT_MB`
+/// (default 1024) shared fairly by every running query; sorts and aggregations that need more
+/// spill to temporary files instead of growing the process.
+fn runtime_env() -> Arc<RuntimeEnv> {
+    static ENV: OnceLock<Arc<RuntimeEnv>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mb = std::env::var("PIPELINE_MEMORY_LIMIT_MB")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|v| *v > 0)
+            .unwrap_or(DEFAULT_MEMORY_LIMIT_MB);
+        let pool = Arc::new(FairSpillPool::new(mb * 1024 * 1024));
+        RuntimeEnvBuilder::new()
+            .with_memory_pool(pool)
+            .build_arc()
+            .unwrap_or_else(|_| Arc::new(RuntimeEnv::default()))
+    })
+    .clone()
+}
+
+/// A session with no tables, no URL tables and no information schema, executing within the
+/// process-wide memory budget.
+pub fn new_session() -> SessionContext {
+    let mut config = SessionConfig::new()
+        .with_information_schema(false)
+        .with_default_catalog_and_schema("datafusion", "public");
+    // Keep source positions so planning errors can name the SQL line.
+    config.options_mut().sql_parser.collect_spans = true;
+    let state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_runtime_env(runtime_env())
+        .with_default_features()
+        .with_physical_optimizer_rule(Arc::new(StreamingRowNumber))
+        .build();
+    SessionContext::new_with_state(state)
+}
+
+/// Makes `provider` readable as `namespace.table`.
+pub fn register_table(
+    ctx: &SessionContext,
+    name: &TableName,
+    provider: Arc<dyn TableProvider>,
+) -> Result<()> {
+    let catalog = ctx
+        .catalog("datafusion")
+        .ok_or_else(|| Error::Internal("the default DataFusion catalog is missing".into()))?;
+    if catalog.schema(&name.namespace).is_none() {
+        catalog.register_schema(&name.namespace, Arc::new(MemorySchemaProvider::new()))?;
+    }
+    ctx.register_table(
+        TableReference::partial(name.namespace.clone(), name.name.clone()),
+        provider,
+    )?;
+    Ok(())
+}
+
+/// A session where each of `tables` is an empty table with its schema in `schemas`, for
+/// planning queries without reading data. A table without a schema there is left out (the
+/// query then fails to plan, naming it).
+pub fn session_over(
+    schemas: &std::collections::HashMap<TableName, arrow::datatypes::SchemaRef>,
+    tables: &[TableName],
+) -> Result<SessionContext> {
+    let session = new_session();
+    for table in tables {
+        if let Some(schema) = schemas.get(table) {
+            let empty = datafusion::datasource::empty::EmptyTable::new(schema.clone());
+            register_table(&session, table, Arc::new(empty))?;
+        }
+    }
+    Ok(session)
+}

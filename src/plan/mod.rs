@@ -1,0 +1,23 @@
+//! What a run WILL do, decided before anything is written: the job graph of a pipeline
+//! ([`graph`]), the checks of `pipeline validate` ([`validate`]), how much of each transform's
+//! table a run recomputes ([`scope`]), what a backfill selects and would read ([`backfill`],
+//! [`backfill_plan`]), the schema changes of the next run and whom they break (`pipeline plan`,
+//! [`impact`]), and a pipeline's column lineage ([`lineage`]).
+
+pub mod backfill;
+pub mod backfill_plan;
+pub mod graph;
+pub mod impact;
+pub mod impact_render;
+pub mod lineage;
+pub mod scope;
+pub mod validate;
+
+pub use backfill::{jobs_in_scope, Backfill};
+pub use backfill_plan::{plan_backfill, PlannedInput, PlannedTable};
+pub use graph::{job_graph, JobGraph, JobId};
+pub use impact::{plan_changes, SchemaPlan};
+pub use impact_render::render_text;
+pub use lineage::lineage_of;
+pub use scope::{decide, scope_properties, Forced, Scope};
+pub use validate::{validate, Validated};

@@ -1,0 +1,202 @@
+//! Checks a pipeline without running it: spec, SQL, dependency graph, tables that must exist,
+//! and every transform planned against the schemas its inputs will have.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use iceberg::arrow::schema_to_arrow_schema;
+use iceberg::table::Table;
+
+use super::graph::{job_graph, JobGraph, JobId};
+use crate::catalog::PipelineCatalog;
+use crate::commit::schema_of;
+use crate::engine::session_over;
+use crate::error::{Error, Result};
+use crate::ingest::{output_tables, with_added_columns};
+use crate::lineage::{query_lineage, QueryLineage};
+use crate::spec::{IngestJob, Pipeline, TableName, DROP_QUARANTINE_COLUMNS};
+use crate::transform::{
+    logical_plan, output_columns, tag_violations, transform_quarantine_columns,
+};
+
+/// A pipeline that passed every check, with the catalog state it was checked against.
+pub struct Validated {
+    pub graph: JobGraph,
+    pub catalog: Arc<PipelineCatalog>,
+    /// Tables read but not produced by the pipeline, pinned at their current snapshot.
+    pub external: HashMap<TableName, Table>,
+    /// Output schema of every table the pipeline produces.
+    pub schemas: HashMap<TableName, SchemaRef>,
+    /// Column lineage of every transform, by the table it writes.
+    pub lineage: BTreeMap<TableName, QueryLineage>,
+    /// The ingest jobs with the columns schema evolution added to their tables.
+    pub ingests: Vec<IngestJob>,
+}
+
+/// Validates `pipeline` against its catalog. Nothing is written except the catalog's own
+/// bookkeeping tables when the catalog file is new.
+pub async fn validate(pipeline: &Pipeline) -> Result<Validated> {
+    let graph = job_graph(pipeline)?;
+    let catalog = Arc::new(PipelineCatalog::connect(&pipeline.catalog).await?);
+    let mut external = HashMap::new();
+    for (i, name) in graph.external_inputs() {
+        match catalog.load(&name).await? {
+            Some(t) => {
+                external.insert(name, t);
+            }
+            None => {
+                return Err(Error::Sql {
+                    file: pipeline.transforms[i].sql_file.clone(),
+                    line: None,
+                    message: format!(
+                        "reads table `{name}`, which no job of pipeline `{}` produces and which does not exist in the catalog",
+                        pipeline.name
+                    ),
+                })
+            }
+        }
+    }
+    let mut schemas: HashMap<TableName, SchemaRef> = HashMap::new();
+    let mut lineage = BTreeMap::new();
+    for (name, table) in &external {
+        schemas.insert(
+            name.clone(),
+            Arc::new(schema_to_arrow_schema(table.metadata().current_schema())?),
+        );
+    }
+    let mut ingests = Vec::new();
+    for job in &pipeline.ingests {
+        // Columns added by schema evolution are part of the table.
+        let live = catalog.load(&job.table).await?;
+        let job = with_added_columns(job, live.as_ref().map(|t| t.metadata()));
+        for (table, columns) in output_tables(&job) {
+            let schema = schema_to_arrow_schema(&schema_of(&columns)?)?;
+            schemas.insert(table, Arc::new(schema));
+        }
+        ingests.push(job);
+    }
+    for job_id in &graph.order {
+        let JobId::Transform(i) = *job_id else {
+            continue;
+        };
+        let job = &pipeline.transforms[i];
+        let parsed = &graph.transforms[i];
+        for r in &job.incremental_by {
+            let spec_error = |message: String, hint: Option<String>| Error::Spec {
+                file: job.origin.file.clone(),
+                line: r.line,
+                col: 1,
+                message,
+                hint,
+            };
+            if !parsed.inputs.contains(&r.table) {
+                return Err(spec_error(
+                    format!(
+                        "{}: incremental_by names `{}`, which {} does not read",
+                        job.table,
+                        r.table,
+                        job.sql_file.display()
+                    ),
+                    Some(format!(
+                        "the SELECT reads: {}",
+                        parsed
+                            .inputs
+                            .iter()
+                            .map(|t| t.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                ));
+            }
+            let schema = schemas.get(&r.table);
+            let field = schema.and_then(|s| s.field_with_name(&r.column).ok());
+            match field.map(|f| f.data_type()) {
+                Some(arrow::datatypes::DataType::Date32 | arrow::datatypes::DataType::Timestamp(..)) => {}
+                Some(other) => {
+                    return Err(spec_error(
+                        format!(
+                            "{}: incremental_by column `{}.{}` is {other}; it must be a date or timestamp",
+                            job.table, r.table, r.column
+                        ),
+                        None,
+                    ))
+                }
+                None => {
+                    return Err(spec_error(
+                        format!(
+                            "{}: incremental_by names column `{}` of {}, which has no such column",
+                            job.table, r.column, r.table
+                        ),
+                        schema.map(|s| {
+                            format!(
+                                "{} has: {}",
+                                r.table,
+                                s.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+                            )
+                        }),
+                    ))
+                }
+            }
+        }
+        if let Some(missing) = parsed.inputs.iter().find(|i| !schemas.contains_key(*i)) {
+            return Err(Error::Internal(format!("no schema for {missing}")));
+        }
+        let session = session_over(&schemas, &parsed.inputs)?;
+        let logical = logical_plan(&session, job, parsed).await?;
+        let columns = output_columns(job, &logical)?;
+        lineage.insert(job.table.clone(), query_lineage(&logical));
+        let schema = schema_to_arrow_schema(&schema_of(&columns)?)?;
+        for p in &job.partition_by {
+            if schema.field_with_name(&p.source).is_err() {
+                return Err(Error::Spec {
+                    file: job.origin.file.clone(),
+                    line: job.origin.line,
+                    col: 1,
+                    message: format!(
+                        "{}: partition_by `{}` names column `{}`, which the SELECT in {} does not return",
+                        job.table,
+                        p.text,
+                        p.source,
+                        job.sql_file.display()
+                    ),
+                    hint: Some(format!(
+                        "the SELECT returns: {}",
+                        columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                    )),
+                });
+            }
+        }
+        if !job.drops.is_empty() {
+            if let Some(clash) = columns
+                .iter()
+                .find(|c| DROP_QUARANTINE_COLUMNS.contains(&c.name.as_str()))
+            {
+                return Err(Error::Sql {
+                    file: job.sql_file.clone(),
+                    line: None,
+                    message: format!(
+                        "the SELECT returns a column named `{}`, which the quarantine table of {}'s drop expectations adds; alias it",
+                        clash.name, job.table
+                    ),
+                });
+            }
+            // The drop expectations must apply to the output's columns.
+            tag_violations(&session, logical.clone(), &job.drops).await?;
+            let q = schema_of(&transform_quarantine_columns(&columns))?;
+            schemas.insert(
+                job.table.quarantine(),
+                Arc::new(schema_to_arrow_schema(&q)?),
+            );
+        }
+        schemas.insert(job.table.clone(), Arc::new(schema));
+    }
+    Ok(Validated {
+        graph,
+        catalog,
+        external,
+        schemas,
+        lineage,
+        ingests,
+    })
+}

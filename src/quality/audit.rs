@@ -1,0 +1,339 @@
+//! Audits: a run's expectations (`[[expect]]`), evaluated with DataFusion on the snapshots the
+//! run staged, before anything is published.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use iceberg_datafusion::IcebergStaticTableProvider;
+
+use super::anomaly::{self, Baselines};
+use super::query::{scalar, scalar_rows};
+use crate::catalog::{PipelineCatalog, QualityResult};
+use crate::commit::summary::total_records;
+use crate::commit::StagedTable;
+use crate::engine::{new_session, register_table};
+use crate::error::{Error, Result};
+use crate::lineage::PipelineLineage;
+use crate::output::batches_to_rows;
+use crate::spec::{quote_ident, violation_predicate, Check, ExpectAction, Expectation, TableName};
+
+/// Violating rows shown per failed expectation.
+const SAMPLE_ROWS: usize = 5;
+
+/// What an audit needs besides the expectations and the staged tables.
+pub struct AuditContext<'a> {
+    pub catalog: &'a PipelineCatalog,
+    /// Run start, microseconds since the epoch (for `freshness`).
+    pub started_micros: i64,
+    pub run_id: &'a str,
+    /// Earlier measurements, for `volume` and `null_rate`.
+    pub baselines: &'a Baselines,
+    /// Column lineage of the pipeline, to name the upstream causes of an anomaly.
+    pub lineage: &'a PipelineLineage,
+    /// The pipeline's bronze tables (they carry `_source_file` and `_run_id`).
+    pub bronze: &'a BTreeSet<TableName>,
+}
+
+/// The SELECT of violating rows, or `None` for checks that look at the table as a whole.
+fn violations_sql(e: &Expectation) -> Option<String> {
+    let t = e.table.quoted();
+    if let Some(predicate) = violation_predicate(&e.check) {
+        return Some(format!("SELECT * FROM {t} WHERE {predicate}"));
+    }
+    Some(match &e.check {
+        Check::Unique { columns } => {
+            let cols: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
+            let on: Vec<String> = columns
+                .iter()
+                .map(|c| format!("t.{0} = d.{0}", quote_ident(c)))
+                .collect();
+            format!(
+                "SELECT t.* FROM {t} t JOIN (SELECT {0} FROM {t} GROUP BY {0} HAVING count(*) > 1) d ON {1}",
+                cols.join(", "),
+                on.join(" AND ")
+            )
+        }
+        Check::Sql { sql } => sql.trim().trim_end_matches(';').to_string(),
+        _ => return None,
+    })
+}
+
+/// A cheaper query counting the violating rows, where the listing query is costly.
+fn count_sql(e: &Expectation) -> Option<String> {
+    match &e.check {
+        Check::Unique { columns } => {
+            let cols: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
+            Some(format!(
+                "SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM (SELECT count(*) AS n FROM {} GROUP BY {} HAVING count(*) > 1)",
+                e.table.quoted(),
+                cols.join(", ")
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Evaluates the expectations on the tables in `staged` (run start: `started_micros`).
+/// Returns every result; the caller fails the run on a failed `fail` expectation.
+pub async fn audit(
+    expectations: &[Expectation],
+    staged: &[StagedTable],
+    ctx: &AuditContext<'_>,
+) -> Result<Vec<QualityResult>> {
+    let (catalog, started_micros) = (ctx.catalog, ctx.started_micros);
+    let changed: HashMap<&TableName, &StagedTable> = staged.iter().map(|s| (&s.table, s)).collect();
+    // `drop` expectations were applied while the table was written.
+    let due: Vec<&Expectation> = expectations
+        .iter()
+        .filter(|e| changed.contains_key(&e.table) && e.action != ExpectAction::Drop)
+        .collect();
+    if due.is_empty() {
+        return Ok(Vec::new());
+    }
+    let session = new_session();
+    let mut registered = HashSet::new();
+    let mut wanted: Vec<&TableName> = due.iter().map(|e| &e.table).collect();
+    for e in &due {
+        if let Check::Relationships { to_table, .. } = &e.check {
+            wanted.push(to_table);
+        }
+    }
+    register(&session, &wanted, &changed, catalog, &mut registered).await?;
+    let mut results = Vec::new();
+    for e in due {
+        let failed = |message: String| Error::Pipeline {
+            file: e.origin.file.clone(),
+            message: format!(
+                "line {}: expectation `{}` on {}: {message}",
+                e.origin.line, e.name, e.table
+            ),
+            hint: None,
+        };
+        let mut measured = None;
+        let evaluated = match (&e.check, violations_sql(e)) {
+            (_, Some(sql)) => {
+                let df = session.sql(&sql).await.map_err(|x| failed(x.to_string()))?;
+                let sample_of = |df: datafusion::prelude::DataFrame| async move {
+                    let limited = df.limit(0, Some(SAMPLE_ROWS))?;
+                    let schema = limited.schema().as_arrow().clone();
+                    let batches = limited.collect().await?;
+                    let rows = batches_to_rows(&schema, &batches)?;
+                    Ok::<_, Error>(
+                        rows.rows
+                            .into_iter()
+                            .map(|row| {
+                                rows.columns
+                                    .iter()
+                                    .zip(row)
+                                    .map(|(c, v)| {
+                                        format!("{c}={}", v.unwrap_or_else(|| "NULL".into()))
+                                    })
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            })
+                            .collect::<Vec<_>>(),
+                    )
+                };
+                let (count, sample) = match count_sql(e) {
+                    // One aggregate pass counts; the rows are listed only when there are some.
+                    Some(count_sql) => {
+                        let count = scalar(&session, &count_sql)
+                            .await
+                            .map_err(|x| failed(x.to_string()))?
+                            .and_then(|v| v.parse::<u64>().ok())
+                            .ok_or_else(|| failed("cannot count the violating rows".into()))?;
+                        let sample = if count > 0 {
+                            sample_of(df).await?
+                        } else {
+                            Vec::new()
+                        };
+                        (count, sample)
+                    }
+                    // The sample first: fewer rows than it asks for is the whole count.
+                    None => {
+                        let sample = sample_of(df.clone()).await?;
+                        let count = if sample.len() < SAMPLE_ROWS {
+                            sample.len() as u64
+                        } else {
+                            df.count().await.map_err(|x| failed(x.to_string()))? as u64
+                        };
+                        (count, sample)
+                    }
+                };
+                let plural = if count == 1 { "" } else { "s" };
+                Evaluated::Done(count, format!("{count} violating row{plural}"), sample)
+            }
+            (Check::RowCount { min, max }, None) => {
+                // The staged snapshot's summary counts its rows.
+                let staged = changed[&e.table];
+                let rows = total_records(staged.metadata.snapshot_by_id(staged.snapshot_id));
+                let low = min.is_some_and(|m| rows < m);
+                let high = max.is_some_and(|m| rows > m);
+                let bounds = match (min, max) {
+                    (Some(a), Some(b)) => format!("{a}..{b}"),
+                    (Some(a), None) => format!("at least {a}"),
+                    (None, Some(b)) => format!("at most {b}"),
+                    (None, None) => "any".into(),
+                };
+                Evaluated::Done(
+                    u64::from(low || high),
+                    format!("{rows} rows, expected {bounds}"),
+                    Vec::new(),
+                )
+            }
+            (
+                Check::Freshness {
+                    column,
+                    within_micros,
+                },
+                None,
+            ) => {
+                let newest = scalar(
+                    &session,
+                    &format!(
+                        "SELECT CAST(max({0}) AS BIGINT) FROM {1}",
+                        quote_ident(column),
+                        e.table.quoted()
+                    ),
+                )
+                .await
+                .map_err(|x| failed(x.to_string()))?;
+                let newest_micros = newest.as_deref().and_then(|v| v.parse::<i64>().ok());
+                let stale = newest_micros.is_none_or(|n| started_micros - n > *within_micros);
+                let age = newest_micros.map(|n| (started_micros - n) / 3_600_000_000);
+                Evaluated::Done(
+                    u64::from(stale),
+                    match age {
+                        Some(h) if h >= 48 => {
+                            format!("newest {column} is {} days before the run", h / 24)
+                        }
+                        Some(h) => format!("newest {column} is {h}h before the run"),
+                        None => format!("no {column} value at all"),
+                    },
+                    Vec::new(),
+                )
+            }
+            (Check::Volume { max_change, runs }, None) => {
+                // The staged snapshot's summary counts its rows.
+                let staged = changed[&e.table];
+                let rows = total_records(staged.metadata.snapshot_by_id(staged.snapshot_id)) as f64;
+                measured = Some(rows);
+                let history = ctx.baselines.last(&e.table, &e.name, *runs);
+                let j =
+                    anomaly::judge(rows, history, *max_change, true, |v| format!("{v:.0} rows"));
+                Evaluated::Anomaly(j, None)
+            }
+            (
+                Check::NullRate {
+                    column,
+                    max_change,
+                    runs,
+                },
+                None,
+            ) => {
+                let row = scalar_rows(
+                    &session,
+                    &format!(
+                        "SELECT count(*) FILTER (WHERE {0} IS NULL), count(*) FROM {1}",
+                        quote_ident(column),
+                        e.table.quoted()
+                    ),
+                )
+                .await
+                .map_err(|x| failed(x.to_string()))?;
+                let number = |i: usize| -> Result<f64> {
+                    row.first()
+                        .and_then(|r| r.get(i).cloned().flatten())
+                        .and_then(|v| v.parse().ok())
+                        .ok_or_else(|| failed(format!("cannot count its NULLs (got {row:?})")))
+                };
+                let (nulls, rows) = (number(0)?, number(1)?);
+                let rate = if rows > 0.0 { nulls / rows } else { 0.0 };
+                measured = Some(rate);
+                let history = ctx.baselines.last(&e.table, &e.name, *runs);
+                let j = anomaly::judge(rate, history, *max_change, false, |v| {
+                    format!("{:.1}% NULL", v * 100.0)
+                });
+                Evaluated::Anomaly(j, Some(column.as_str()))
+            }
+            _ => unreachable!("every check has a SQL form or a whole-table form"),
+        };
+        let (violations, detail, sample) = match evaluated {
+            Evaluated::Done(violations, detail, sample) => (violations, detail, sample),
+            Evaluated::Anomaly(j, column) => {
+                let causes = if j.anomalous {
+                    // The other tables this run changed name the causes.
+                    let all: Vec<&TableName> = changed.keys().copied().collect();
+                    register(&session, &all, &changed, catalog, &mut registered).await?;
+                    anomaly::upstream_causes(
+                        &session,
+                        &e.table,
+                        column,
+                        ctx.lineage,
+                        &changed,
+                        ctx.bronze,
+                        ctx.run_id,
+                    )
+                    .await?
+                } else {
+                    Vec::new()
+                };
+                let violations = u64::from(j.anomalous);
+                (violations, with_causes(j.detail, &causes), Vec::new())
+            }
+        };
+        results.push(QualityResult {
+            name: e.name.clone(),
+            table: e.table.to_string(),
+            check: e.check.kind().into(),
+            action: e.action,
+            passed: violations == 0,
+            violations,
+            detail,
+            sample,
+            measured,
+        });
+    }
+    Ok(results)
+}
+
+/// What evaluating one expectation found: violations, detail and sample; or, for `volume`
+/// and `null_rate`, a judgement against the baseline (on the column, for a null rate) whose
+/// upstream causes are still to be named.
+enum Evaluated<'a> {
+    Done(u64, String, Vec<String>),
+    Anomaly(anomaly::Judgement, Option<&'a str>),
+}
+
+/// Makes `tables` readable in `session` (staged versions for the tables this run changed),
+/// each once.
+async fn register(
+    session: &datafusion::prelude::SessionContext,
+    tables: &[&TableName],
+    changed: &HashMap<&TableName, &StagedTable>,
+    catalog: &PipelineCatalog,
+    registered: &mut HashSet<TableName>,
+) -> Result<()> {
+    for name in tables {
+        if !registered.insert((*name).clone()) {
+            continue;
+        }
+        let table = match changed.get(name) {
+            Some(s) => s.reader(catalog.file_io())?,
+            None => catalog.load_existing(name).await?,
+        };
+        let provider = IcebergStaticTableProvider::try_new_from_table(table)
+            .await
+            .map_err(|e| Error::table(*name, "cannot read table for its expectations", e))?;
+        register_table(session, name, Arc::new(provider))?;
+    }
+    Ok(())
+}
+
+/// `detail`, then each upstream cause on its own line.
+fn with_causes(detail: String, causes: &[String]) -> String {
+    if causes.is_empty() {
+        return detail;
+    }
+    format!("{detail}; upstream this run: {}", causes.join("; "))
+}

@@ -1,0 +1,222 @@
+//! Executing a run's jobs: every job in scope starts as soon as the producers of its inputs are
+//! done (independent jobs run concurrently), and each leaves its staged tables for the publish.
+//! Long jobs report their row counts every two seconds.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinSet;
+
+use super::options::RunOptions;
+use super::report::{JobReport, Observer};
+use super::transform_job::{TransformDone, TransformRun};
+use crate::commit::{JobContext, JobKind, StagedTable};
+use crate::error::{Error, Result};
+use crate::ingest::{run_ingest, IngestOutcome};
+use crate::plan::{jobs_in_scope, JobId, Scope, Validated};
+use crate::spec::{Pipeline, TableName};
+
+/// What the jobs of a run left for the audit and the publish.
+pub(super) struct Executed {
+    /// One report per job that ran, in the order they finished.
+    pub reports: Vec<JobReport>,
+    /// Every table staged (job outputs and quarantine tables), sorted by name.
+    pub staged: Vec<StagedTable>,
+    /// Rows each transform's `drop` expectations removed, by table and expectation.
+    pub dropped: HashMap<TableName, BTreeMap<String, u64>>,
+}
+
+/// What one finished job left.
+enum Outcome {
+    Ingest(Box<IngestOutcome>),
+    Transform(TransformDone),
+}
+
+/// Jobs in progress: start time and rows so far.
+type RunningJobs = HashMap<TableName, (Instant, Arc<AtomicU64>)>;
+
+/// Runs every job of `validated`'s graph that `options` puts in scope, in dependency order.
+/// On the first failure the other jobs are stopped and the error returned; nothing is
+/// published either way.
+pub(super) async fn execute(
+    ctx: Arc<JobContext>,
+    pipeline: Arc<Pipeline>,
+    validated: &Validated,
+    options: Arc<RunOptions>,
+    observer: Arc<dyn Observer>,
+) -> Result<Executed> {
+    let graph = &validated.graph;
+    let in_scope = jobs_in_scope(graph, &pipeline, options.backfill.as_ref())?;
+    let parsed = Arc::new(graph.transforms.clone());
+    let external = Arc::new(validated.external.clone());
+    let staged: Arc<Mutex<HashMap<TableName, StagedTable>>> = Default::default();
+    let running: Arc<Mutex<RunningJobs>> = Default::default();
+    let ticker = tokio::spawn(report_progress(running.clone(), observer.clone()));
+
+    let mut done: HashSet<JobId> = HashSet::new();
+    let mut started: HashSet<JobId> = HashSet::new();
+    let mut tasks: JoinSet<(JobId, f64, Result<Outcome>)> = JoinSet::new();
+    let mut reports = Vec::new();
+    let mut dropped = HashMap::new();
+    let result: Result<()> = async {
+        loop {
+            for job in &graph.order {
+                if started.contains(job)
+                    || !graph.dependencies(*job).iter().all(|d| done.contains(d))
+                {
+                    continue;
+                }
+                started.insert(*job);
+                if !in_scope.contains(job) {
+                    done.insert(*job);
+                    continue;
+                }
+                let counter = Arc::new(AtomicU64::new(0));
+                let (kind, table) = match *job {
+                    JobId::Ingest(i) => (JobKind::Ingest, pipeline.ingests[i].table.clone()),
+                    JobId::Transform(i) => {
+                        (JobKind::Transform, pipeline.transforms[i].table.clone())
+                    }
+                };
+                observer.job_started(kind, &table);
+                running
+                    .lock()
+                    .expect("progress lock")
+                    .insert(table, (Instant::now(), counter.clone()));
+                let (ctx, pipeline, parsed, external, staged, options) = (
+                    ctx.clone(),
+                    pipeline.clone(),
+                    parsed.clone(),
+                    external.clone(),
+                    staged.clone(),
+                    options.clone(),
+                );
+                let job = *job;
+                tasks.spawn(async move {
+                    let t0 = Instant::now();
+                    let result = match job {
+                        JobId::Ingest(i) => run_ingest(&ctx, &pipeline.ingests[i], counter)
+                            .await
+                            .map(|o| Outcome::Ingest(Box::new(o))),
+                        JobId::Transform(i) => TransformRun {
+                            ctx: &ctx,
+                            job: &pipeline.transforms[i],
+                            parsed: &parsed[i],
+                            external: &external,
+                            staged: &staged,
+                            options: &options,
+                        }
+                        .run(counter)
+                        .await
+                        .map(Outcome::Transform),
+                    };
+                    (job, t0.elapsed().as_secs_f64(), result)
+                });
+            }
+            let Some(joined) = tasks.join_next().await else {
+                break;
+            };
+            let (job, seconds, outcome) =
+                joined.map_err(|e| Error::Internal(format!("a job panicked: {e}")))?;
+            let report = keep(outcome?, seconds, &staged, &mut dropped);
+            if let Some(name) = TableName::parse(&report.table) {
+                running.lock().expect("progress lock").remove(&name);
+            }
+            observer.job_finished(&report);
+            reports.push(report);
+            done.insert(job);
+        }
+        Ok(())
+    }
+    .await;
+    ticker.abort();
+    if let Err(e) = result {
+        tasks.abort_all();
+        return Err(e);
+    }
+    let mut staged = std::mem::take(&mut *staged.lock().expect("staged lock"))
+        .into_values()
+        .collect::<Vec<_>>();
+    staged.sort_by(|a, b| a.table.cmp(&b.table));
+    Ok(Executed {
+        reports,
+        staged,
+        dropped,
+    })
+}
+
+/// Keeps what a finished job staged (for downstream jobs and the publish) and reports it.
+fn keep(
+    outcome: Outcome,
+    seconds: f64,
+    staged: &Mutex<HashMap<TableName, StagedTable>>,
+    dropped: &mut HashMap<TableName, BTreeMap<String, u64>>,
+) -> JobReport {
+    match outcome {
+        Outcome::Ingest(o) => {
+            let report = JobReport::ingest(&o, seconds);
+            let mut s = staged.lock().expect("staged lock");
+            if let Some(q) = o.quarantine {
+                s.insert(q.table.clone(), q);
+            }
+            if let Some(new) = o.staged {
+                s.insert(new.table.clone(), new);
+            }
+            report
+        }
+        Outcome::Transform(TransformDone::UpToDate { table, snapshot }) => {
+            JobReport::transform(&table, Scope::UpToDate, snapshot, seconds)
+        }
+        Outcome::Transform(TransformDone::Staged {
+            table,
+            quarantine,
+            dropped: counts,
+            rows_in,
+            scope,
+        }) => {
+            let report = JobReport {
+                rows_in,
+                rows_out: table.added_rows,
+                quarantined: counts.values().sum(),
+                files: table.added_files,
+                bytes: table.added_bytes,
+                ..JobReport::transform(&table.table, scope, Some(table.snapshot_id), seconds)
+            };
+            dropped.insert(table.table.clone(), counts);
+            let mut s = staged.lock().expect("staged lock");
+            if let Some(q) = quarantine {
+                s.insert(q.table.clone(), *q);
+            }
+            s.insert(table.table.clone(), *table);
+            report
+        }
+    }
+}
+
+/// Tells `observer` every two seconds how many rows each running job has written.
+async fn report_progress(running: Arc<Mutex<RunningJobs>>, observer: Arc<dyn Observer>) {
+    let mut interval = tokio::time::interval(Duration::from_secs(2));
+    interval.tick().await;
+    loop {
+        interval.tick().await;
+        let snapshot: Vec<_> = running
+            .lock()
+            .map(|r| {
+                r.iter()
+                    .map(|(t, (s, c))| {
+                        (
+                            t.clone(),
+                            c.load(Ordering::Relaxed),
+                            s.elapsed().as_secs_f64(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (t, rows, secs) in snapshot {
+            observer.job_progress(&t, rows, secs);
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! Values several sections share: table names, partition expressions, file sizes, single
+//! characters, SQL literals.
+
+use toml::Spanned;
+
+use super::position::Positions;
+use crate::error::Result;
+use crate::spec::partition::PartitionField;
+use crate::spec::pipeline::DEFAULT_TARGET_FILE_SIZE;
+use crate::spec::table::TableName;
+
+pub(super) fn table_name(at: &Positions, raw: &Spanned<String>) -> Result<TableName> {
+    TableName::parse(raw.get_ref()).ok_or_else(|| {
+        at.error(
+            raw.span(),
+            format!("invalid table name `{}`", raw.get_ref()),
+            Some("write namespace.table, e.g. \"bronze.raw_orders\" (letters, digits, _)".into()),
+        )
+    })
+}
+
+pub(super) fn partition_fields(
+    at: &Positions,
+    raw: &[Spanned<String>],
+) -> Result<Vec<PartitionField>> {
+    raw.iter()
+        .map(|p| PartitionField::parse(p.get_ref()).map_err(|m| at.error(p.span(), m, None)))
+        .collect()
+}
+
+pub(super) fn target_size(raw: &Option<Spanned<u64>>, at: &Positions) -> Result<usize> {
+    match raw {
+        None => Ok(DEFAULT_TARGET_FILE_SIZE),
+        Some(mb) if *mb.get_ref() == 0 => Err(at.error(
+            mb.span(),
+            "target_file_size_mb must be at least 1".into(),
+            None,
+        )),
+        Some(mb) => Ok(*mb.get_ref() as usize * 1024 * 1024),
+    }
+}
+
+pub(super) fn single_byte(
+    at: &Positions,
+    raw: &Option<Spanned<String>>,
+    default: u8,
+    what: &str,
+) -> Result<u8> {
+    match raw {
+        None => Ok(default),
+        Some(s) => match s.get_ref().as_bytes() {
+            [b] => Ok(*b),
+            b"\\t" => Ok(b'\t'),
+            _ => Err(at.error(
+                s.span(),
+                format!("{what} must be one ASCII character, got `{}`", s.get_ref()),
+                None,
+            )),
+        },
+    }
+}
+
+pub(super) fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// A TOML value as a SQL literal.
+pub(super) fn sql_literal(value: &toml::Value) -> Option<String> {
+    Some(match value {
+        toml::Value::String(s) => format!("'{}'", s.replace('\'', "''")),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::Boolean(b) => b.to_string().to_uppercase(),
+        toml::Value::Datetime(d) => format!("'{d}'"),
+        _ => return None,
+    })
+}

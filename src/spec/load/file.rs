@@ -1,0 +1,141 @@
+//! One spec file -> [`Pipeline`]: every section parsed, then the checks that span sections
+//! (one producer per table, expectations on tables the pipeline writes, `drop` only on
+//! transforms).
+
+use std::path::Path;
+
+use super::catalog::catalog_config;
+use super::expect::expectation;
+use super::ingest::ingest_job;
+use super::position::{display_path_in, Positions};
+use super::raw::RawSpec;
+use super::reader::reader;
+use super::transform::transform_job;
+use crate::error::{Error, Result};
+use crate::spec::catalog::CatalogConfig;
+use crate::spec::expect::ExpectAction;
+use crate::spec::pipeline::Pipeline;
+use crate::spec::transform::TransformJob;
+
+/// Loads a spec file; relative paths in it resolve against `project_dir`.
+pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
+    let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
+    let at = Positions {
+        file: display_path_in(project_dir, file),
+        text: &text,
+    };
+    let raw: RawSpec = toml::from_str(&text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        at.error(span, e.message().to_string(), None)
+    })?;
+
+    let catalog = match &raw.catalog {
+        None => CatalogConfig::embedded_default(project_dir),
+        Some(c) => catalog_config(&at, project_dir, c)?,
+    };
+    let mut catalogs = std::collections::BTreeMap::new();
+    for (name, c) in &raw.catalogs {
+        catalogs.insert(name.clone(), catalog_config(&at, project_dir, c)?);
+    }
+
+    let mut expectations = Vec::new();
+    for raw_expect in &raw.expect {
+        expectations.push(expectation(&at, raw_expect)?);
+    }
+
+    let mut ingests = Vec::new();
+    for raw_job in &raw.ingest {
+        ingests.push(ingest_job(&at, raw_job)?);
+    }
+    let mut transforms: Vec<TransformJob> = Vec::new();
+    for raw_job in &raw.transform {
+        transforms.push(transform_job(&at, project_dir, raw_job)?);
+    }
+
+    // Each table has exactly one producer.
+    let mut seen: std::collections::HashMap<String, usize> = Default::default();
+    let outputs = raw
+        .ingest
+        .iter()
+        .map(|j| &j.table)
+        .chain(raw.transform.iter().map(|j| &j.table));
+    for table in outputs {
+        let line = at.line_col(table.span().start).0;
+        if let Some(first) = seen.insert(table.get_ref().clone(), line) {
+            return Err(at.error(
+                table.span(),
+                format!(
+                    "table `{}` is already produced by the job at line {first}",
+                    table.get_ref()
+                ),
+                Some("every table has exactly one producing job".into()),
+            ));
+        }
+    }
+
+    // Rows are dropped while a transform writes its table.
+    for (e, parsed) in raw.expect.iter().zip(&expectations) {
+        if parsed.action != ExpectAction::Drop {
+            continue;
+        }
+        let job = transforms.iter_mut().find(|t| t.table == parsed.table);
+        if let Some(job) = job {
+            job.drops.push(parsed.clone());
+        } else {
+            return Err(at.error(
+                e.table.span(),
+                format!(
+                    "action \"drop\" applies to tables a transform writes; `{}` is not one",
+                    parsed.table
+                ),
+                Some("in bronze, bad records go to quarantine by on_bad_record = \"quarantine\"; drop rows in the silver transform that reads it".into()),
+            ));
+        }
+    }
+
+    // Expectations are on tables this pipeline writes (quarantine tables included).
+    for e in &raw.expect {
+        let name = e.table.get_ref();
+        let base = name.strip_suffix("__quarantine").unwrap_or(name);
+        if !seen.contains_key(name) && !seen.contains_key(base) {
+            return Err(at.error(
+                e.table.span(),
+                format!("expectation on `{name}`, which this pipeline does not write"),
+                Some(format!(
+                    "tables it writes: {}",
+                    seen.keys().cloned().collect::<Vec<_>>().join(", ")
+                )),
+            ));
+        }
+    }
+
+    let mut readers = Vec::new();
+    for r in &raw.reader {
+        readers.push(reader(&at, r)?);
+    }
+
+    let max_snapshots = match raw.retention.as_ref().and_then(|r| r.max_snapshots.as_ref()) {
+        None => None,
+        Some(n) if *n.get_ref() < 2 => {
+            return Err(at.error(
+                n.span(),
+                "max_snapshots must be at least 2".into(),
+                Some("it is how many snapshots of each table's history are kept, e.g. max_snapshots = 100".into()),
+            ))
+        }
+        Some(n) => Some(*n.get_ref() as usize),
+    };
+    Ok(Pipeline {
+        max_snapshots,
+        name: raw.pipeline.name.get_ref().clone(),
+        description: raw.pipeline.description.clone(),
+        file: file.to_path_buf(),
+        project_dir: project_dir.to_path_buf(),
+        catalog,
+        catalogs,
+        expectations,
+        readers,
+        ingests,
+        transforms,
+    })
+}

@@ -1,0 +1,141 @@
+//! `[[ingest]]`: source files into a bronze table.
+
+use super::fields::{partition_fields, single_byte, table_name, target_size};
+use super::position::Positions;
+use super::raw::{OneOrMany, RawIngest};
+use crate::error::Result;
+use crate::spec::column_type::{ColumnType, TYPE_NAMES};
+use crate::spec::ingest::{
+    BadRecordPolicy, ColumnSpec, CsvOptions, Format, IngestJob, SchemaEvolution,
+};
+use crate::spec::sql::is_identifier;
+
+pub(super) fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
+    let table = table_name(at, &raw.table)?;
+    let format = match raw.format.get_ref().as_str() {
+        "csv" => Format::Csv,
+        "json" | "jsonl" | "ndjson" => Format::Json,
+        other => {
+            return Err(at.error(
+                raw.format.span(),
+                format!("unknown format `{other}`"),
+                Some("format is \"csv\" or \"json\" (newline-delimited)".into()),
+            ))
+        }
+    };
+    let paths = match raw.path.get_ref() {
+        OneOrMany::One(p) => vec![p.clone()],
+        OneOrMany::Many(ps) => ps.clone(),
+    };
+    if paths.is_empty() {
+        return Err(at.error(raw.path.span(), "path lists no files".into(), None));
+    }
+    let mut columns = Vec::new();
+    for (name, ty) in raw.schema.get_ref() {
+        if !is_identifier(name) || name.starts_with('_') {
+            return Err(at.error(
+                ty.span(),
+                format!("invalid column name `{name}`"),
+                Some("column names are letters, digits and _, not starting with _ (reserved for lineage columns)".into()),
+            ));
+        }
+        let text = ty.get_ref().trim();
+        let (type_text, required) = match text.to_ascii_lowercase().strip_suffix("not null") {
+            Some(t) => (t.trim().to_string(), true),
+            None => (text.to_string(), false),
+        };
+        let ty_parsed = ColumnType::parse(&type_text).ok_or_else(|| {
+            at.error(
+                ty.span(),
+                format!("unknown type `{text}` for column `{name}`"),
+                Some(format!(
+                    "types: {TYPE_NAMES}; append `not null` to reject NULLs"
+                )),
+            )
+        })?;
+        columns.push(ColumnSpec {
+            name: name.clone(),
+            ty: ty_parsed,
+            required,
+            added: false,
+        });
+    }
+    if columns.is_empty() {
+        return Err(at.error(raw.schema.span(), "schema declares no columns".into(), None));
+    }
+    let partition_by = partition_fields(at, &raw.partition_by)?;
+    for (field, raw_field) in partition_by.iter().zip(&raw.partition_by) {
+        if !columns.iter().any(|c| c.name == field.source) {
+            return Err(at.error(
+                raw_field.span(),
+                format!("partition column `{}` is not in the schema", field.source),
+                Some(format!(
+                    "columns: {}",
+                    columns
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            ));
+        }
+    }
+    let on_bad_record = match raw
+        .on_bad_record
+        .as_ref()
+        .map(|s| (s, s.get_ref().as_str()))
+    {
+        None => BadRecordPolicy::Fail,
+        Some((_, "fail")) => BadRecordPolicy::Fail,
+        Some((_, "quarantine")) => BadRecordPolicy::Quarantine,
+        Some((s, other)) => {
+            return Err(at.error(
+                s.span(),
+                format!("unknown on_bad_record policy `{other}`"),
+                Some("on_bad_record is \"fail\" (default) or \"quarantine\"".into()),
+            ))
+        }
+    };
+    let schema_evolution = match raw.schema_evolution.as_ref() {
+        None => SchemaEvolution::Fail,
+        Some(s) => match s.get_ref().as_str() {
+            "fail" => SchemaEvolution::Fail,
+            "add_columns" if !raw.header.unwrap_or(true) && format == Format::Csv => {
+                return Err(at.error(
+                    s.span(),
+                    "schema_evolution = \"add_columns\" needs CSV files with a header (header = false gives columns no names)".into(),
+                    None,
+                ))
+            }
+            "add_columns" => SchemaEvolution::AddColumns,
+            "ignore" => SchemaEvolution::Ignore,
+            other => {
+                return Err(at.error(
+                    s.span(),
+                    format!("unknown schema_evolution policy `{other}`"),
+                    Some("schema_evolution is \"fail\" (default: a column the schema does not declare stops the run), \"add_columns\" (add it to the table as a string column) or \"ignore\" (do not load it)".into()),
+                ))
+            }
+        },
+    };
+    Ok(IngestJob {
+        table,
+        format,
+        paths,
+        columns,
+        partition_by,
+        on_bad_record,
+        schema_evolution,
+        csv: CsvOptions {
+            delimiter: single_byte(at, &raw.delimiter, b',', "delimiter")?,
+            quote: single_byte(at, &raw.quote, b'"', "quote")?,
+            header: raw.header.unwrap_or(true),
+        },
+        null_values: raw
+            .null_values
+            .clone()
+            .unwrap_or_else(|| vec![String::new()]),
+        target_file_size: target_size(&raw.target_file_size_mb, at)?,
+        origin: at.origin(raw.table.span()),
+    })
+}

@@ -1,0 +1,18 @@
+//! TOML -> [`Pipeline`](crate::spec::Pipeline), with positions on every error: one file per
+//! section of the spec (`catalog`, `ingest`, `transform`, `expect`, `reader`), the raw TOML
+//! shape in `raw`, and the checks that span sections in `file`.
+
+mod catalog;
+mod expect;
+mod fields;
+mod file;
+mod ingest;
+mod position;
+mod project;
+mod raw;
+mod reader;
+mod transform;
+
+pub use file::load_pipeline_file;
+pub use position::display_path_in;
+pub use project::{list_pipelines, load_pipeline, load_with_catalog, producer_of};

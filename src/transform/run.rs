@@ -1,0 +1,194 @@
+//! Running one transform: its query streamed into the table's writer (and, with `drop`
+//! expectations, the violating rows into its quarantine table's), then staged as a full
+//! overwrite or as a replace of a partition range.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use datafusion::error::DataFusionError;
+use datafusion::prelude::SessionContext;
+use futures::StreamExt;
+
+use super::drop;
+use super::logical::{logical_plan, output_columns};
+use super::parse::ParsedTransform;
+use super::range_filter::range_predicate;
+use crate::commit::{
+    prepare_target, prepare_target_from, stage_snapshot, Evolution, JobContext, JobKind,
+    PartitionRange, StagedTable, WriteMode,
+};
+use crate::engine::clean_message;
+use crate::error::{Error, Result};
+use crate::lineage::{query_lineage, record, recorded_on, renames, LINEAGE_KEY};
+use crate::spec::TransformJob;
+use crate::write::TableWriter;
+
+/// What a run knows about a transform beyond its spec.
+#[derive(Debug, Clone, Default)]
+pub struct TransformFacts {
+    /// Snapshot summary properties recording the input snapshots read.
+    pub properties: HashMap<String, String>,
+    /// Input columns this run renames: `ns.table.old` -> `ns.table.new`.
+    pub renames: BTreeMap<String, String>,
+}
+
+/// What one transform produced (staged, not yet published).
+pub enum TransformOutcome {
+    Staged {
+        table: Box<StagedTable>,
+        /// `<table>__quarantine`, when `drop` expectations apply.
+        quarantine: Option<Box<StagedTable>>,
+        /// Rows dropped, per expectation name.
+        dropped: BTreeMap<String, u64>,
+    },
+    /// A partition range was asked for, but the table is new or its schema or partitioning
+    /// changes: it must be recomputed whole.
+    NeedsFullRefresh,
+}
+
+/// Runs a transform whose inputs are registered in `ctx` and stages its output: a full
+/// overwrite, or with `range`, a replace of exactly those partitions (the output is filtered
+/// to the range, so no other partition can be touched).
+pub async fn run_transform(
+    ctx: &JobContext,
+    session: &SessionContext,
+    job: &TransformJob,
+    parsed: &ParsedTransform,
+    range: Option<&PartitionRange>,
+    facts: &TransformFacts,
+    progress: Arc<AtomicU64>,
+) -> Result<TransformOutcome> {
+    let mut plan = logical_plan(session, job, parsed).await?;
+    let columns = output_columns(job, &plan)?;
+    let lineage = record(&query_lineage(&plan));
+    // A column whose derivation the table recorded under another name is renamed in place.
+    let existing = ctx.catalog.load(&job.table).await?;
+    let renamed = existing
+        .as_ref()
+        .map(|t| renames(&recorded_on(t.metadata()), &lineage, &facts.renames))
+        .unwrap_or_default();
+    let target = prepare_target_from(
+        &ctx.catalog,
+        &job.table,
+        existing,
+        &columns,
+        &job.partition_by,
+        HashMap::new(),
+        &Evolution::Rewrite { renamed },
+    )
+    .await?;
+    let mode = match range {
+        None => WriteMode::Overwrite,
+        Some(_) if target.reshaped => return Ok(TransformOutcome::NeedsFullRefresh),
+        Some(range) => {
+            let source = job
+                .time_partition()
+                .map(|p| p.source.clone())
+                .ok_or_else(|| Error::table_msg(&job.table, "has no time partition"))?;
+            let predicate = range_predicate(plan.schema(), &source, &range.spans())?;
+            plan = datafusion::logical_expr::LogicalPlanBuilder::from(plan)
+                .filter(predicate)?
+                .build()?;
+            WriteMode::Replace(range.clone())
+        }
+    };
+    let prefix = format!("{}-{}", ctx.run_id, uuid::Uuid::new_v4().simple());
+    let mut writer = TableWriter::new(
+        &job.table.to_string(),
+        &target.metadata,
+        ctx.catalog.file_io().clone(),
+        job.target_file_size,
+        &prefix,
+    )
+    .await?;
+    // `drop` expectations: tagged rows go to the quarantine table, written like the table.
+    let mut quarantine = None;
+    if !job.drops.is_empty() {
+        let q_table = job.table.quarantine();
+        let q_target = prepare_target(
+            &ctx.catalog,
+            &q_table,
+            &drop::quarantine_columns(&columns),
+            &job.partition_by,
+            HashMap::new(),
+            &Evolution::Rewrite {
+                renamed: BTreeMap::new(),
+            },
+        )
+        .await?;
+        if range.is_some() && q_target.reshaped {
+            return Ok(TransformOutcome::NeedsFullRefresh);
+        }
+        let q_writer = TableWriter::new(
+            &q_table.to_string(),
+            &q_target.metadata,
+            ctx.catalog.file_io().clone(),
+            job.target_file_size,
+            &prefix,
+        )
+        .await?;
+        plan = drop::tag_violations(session, plan, &job.drops).await?;
+        quarantine = Some((q_target, q_writer));
+    }
+    let mut dropped = BTreeMap::new();
+    let mut stream = session
+        .execute_logical_plan(plan)
+        .await?
+        .execute_stream()
+        .await
+        .map_err(|e| exec_error(job, e))?;
+    while let Some(batch) = stream.next().await {
+        let batch = batch.map_err(|e| exec_error(job, e))?;
+        progress.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+        match quarantine.as_mut() {
+            None => writer.write(batch).await?,
+            Some((_, q_writer)) => {
+                let (kept, rejected) = drop::split(&batch, &ctx.run_id, &mut dropped)?;
+                writer.write(kept).await?;
+                if let Some(rejected) = rejected {
+                    q_writer.write(rejected).await?;
+                }
+            }
+        }
+    }
+    let files = writer.close().await?;
+    let mut props = ctx.snapshot_properties(JobKind::Transform);
+    props.extend(facts.properties.clone());
+    props.insert(
+        LINEAGE_KEY.to_string(),
+        serde_json::to_string(&lineage)
+            .map_err(|e| Error::Internal(format!("cannot encode column lineage: {e}")))?,
+    );
+    let quarantine = match quarantine {
+        None => None,
+        Some((q_target, q_writer)) => {
+            let q_files = q_writer.close().await?;
+            let mut q_props = props.clone();
+            q_props.remove(LINEAGE_KEY);
+            Some(Box::new(
+                stage_snapshot(
+                    q_target,
+                    q_files,
+                    ctx.catalog.file_io(),
+                    q_props,
+                    mode.clone(),
+                )
+                .await?,
+            ))
+        }
+    };
+    let staged = stage_snapshot(target, files, ctx.catalog.file_io(), props, mode).await?;
+    Ok(TransformOutcome::Staged {
+        table: Box::new(staged),
+        quarantine,
+        dropped,
+    })
+}
+
+fn exec_error(job: &TransformJob, e: DataFusionError) -> Error {
+    Error::Execution {
+        file: job.sql_file.clone(),
+        message: clean_message(&e),
+    }
+}
