@@ -1,5 +1,10 @@
 //! CSV decoding (RFC 4180: quoted delimiters, doubled quotes, newlines inside quotes) with the
 //! line number where each record starts and its raw text for quarantine.
+//!
+//! Lines end with `\n` or `\r\n` (the last one may have no end). Records are split at `\n`
+//! only, so the reader's line numbers and byte offsets count every line; the `\r` of a
+//! `\r\n` ending is then the last byte of the record's last field, and is dropped there. A
+//! file whose lines end with a lone `\r` (no `\n` at all) is read with `\r` as the ending.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -11,8 +16,53 @@ use super::values::{parse_text, Parsed};
 use crate::error::{Error, Result};
 use crate::spec::{ColumnType, IngestJob, SchemaEvolution, LINEAGE_COLUMNS};
 
+/// How a file's lines end, judged from its first 64 KiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineEnd {
+    /// `\n` or `\r\n` (or one line without an end).
+    Newline,
+    /// A lone `\r` (no `\n` in the file's start).
+    CarriageReturn,
+}
+
+fn line_end(path: &Path) -> Result<LineEnd> {
+    let mut start = vec![0u8; 64 * 1024];
+    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut filled = 0;
+    while filled < start.len() {
+        let n = file
+            .read(&mut start[filled..])
+            .map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        filled += n;
+    }
+    let start = &start[..filled];
+    Ok(if !start.contains(&b'\n') && start.contains(&b'\r') {
+        LineEnd::CarriageReturn
+    } else {
+        LineEnd::Newline
+    })
+}
+
+/// Field `i` of `record`, without the `\r` of a `\r\n` line ending when it is the last.
+fn field(record: &csv::ByteRecord, i: usize, end: LineEnd) -> &[u8] {
+    let bytes = &record[i];
+    match (end, bytes.last()) {
+        (LineEnd::Newline, Some(b'\r')) if i + 1 == record.len() => &bytes[..bytes.len() - 1],
+        _ => bytes,
+    }
+}
+
+/// A line holding nothing but its `\r\n` ending.
+fn is_blank(record: &csv::ByteRecord, end: LineEnd) -> bool {
+    end == LineEnd::Newline && record.len() == 1 && &record[0] == b"\r"
+}
+
 /// Reads one CSV file into the sink.
 pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<()> {
+    let end = line_end(path)?;
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut raw_reader = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut reader = csv::ReaderBuilder::new()
@@ -20,6 +70,10 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
         .flexible(true)
         .delimiter(job.csv.delimiter)
         .quote(job.csv.quote)
+        .terminator(match end {
+            LineEnd::Newline => csv::Terminator::Any(b'\n'),
+            LineEnd::CarriageReturn => csv::Terminator::CRLF,
+        })
         .buffer_capacity(1 << 20)
         .from_reader(file);
 
@@ -36,11 +90,16 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
     }
     let mut expected_fields = declared;
     if job.csv.header {
-        if !reader
-            .read_byte_record(&mut record)
-            .map_err(|e| csv_error(path, e))?
-        {
-            return Ok(()); // empty file: no header, no records
+        loop {
+            if !reader
+                .read_byte_record(&mut record)
+                .map_err(|e| csv_error(path, e))?
+            {
+                return Ok(()); // empty file: no header, no records
+            }
+            if !is_blank(&record, end) {
+                break;
+            }
         }
         let header = header_names(&csv::StringRecord::from_byte_record_lossy(record.clone()));
         for (i, col) in job.columns.iter().enumerate() {
@@ -89,15 +148,18 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
         if !more {
             break;
         }
+        if is_blank(&record, end) {
+            continue;
+        }
         let (line, start) = record
             .position()
             .map(|p| (p.line(), p.byte()))
             .unwrap_or((0, 0));
-        match decode(job, &record, &positions, expected_fields, &mut values) {
+        match decode(job, &record, end, &positions, expected_fields, &mut values) {
             Ok(()) => sink.good(&values, line, |i| {
                 // String columns were checked to be UTF-8 by `decode`.
                 positions[i]
-                    .and_then(|p| std::str::from_utf8(&record[p]).ok())
+                    .and_then(|p| std::str::from_utf8(field(&record, p, end)).ok())
                     .unwrap_or_default()
             })?,
             Err((reason, column)) => {
@@ -113,6 +175,7 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
 fn decode<'j>(
     job: &'j IngestJob,
     record: &csv::ByteRecord,
+    end: LineEnd,
     positions: &[Option<usize>],
     expected_fields: usize,
     values: &mut [Parsed],
@@ -128,7 +191,7 @@ fn decode<'j>(
             values[i] = Parsed::Null;
             continue;
         };
-        let bytes = &record[position];
+        let bytes = field(record, position, end);
         let text = std::str::from_utf8(bytes).map_err(|_| {
             (
                 format!("column {}: invalid UTF-8", col.name),

@@ -1,11 +1,14 @@
 //! Newline-delimited JSON decoding: one object per line, blank lines skipped. Values are read
 //! from their raw JSON text, so decimals stay exact.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::evolve::{reserved_error, undeclared_error};
@@ -86,7 +89,7 @@ fn decode<'j>(
     values: &mut [Parsed],
     strings: &mut [String],
 ) -> Result<Vec<String>, (String, Option<&'j str>)> {
-    let object: HashMap<String, &RawValue> = serde_json::from_str(text).map_err(|e| {
+    let Entries(object) = serde_json::from_str(text).map_err(|e| {
         let what = if e.is_eof() {
             "truncated JSON".to_string()
         } else {
@@ -94,9 +97,18 @@ fn decode<'j>(
         };
         (what.replace(" at line 1 ", " at "), None)
     })?;
+    // A key given twice is ambiguous (which value was meant?): the record is bad.
+    for (i, (key, _)) in object.iter().enumerate() {
+        if object[..i].iter().any(|(k, _)| k == key) {
+            return Err((format!("duplicate key `{key}`"), None));
+        }
+    }
     let mut matched = 0;
     for (i, col) in job.columns.iter().enumerate() {
-        let found = object.get(&col.name);
+        let found = object
+            .iter()
+            .find(|(k, _)| *k == col.name.as_str())
+            .map(|(_, v)| *v);
         matched += usize::from(found.is_some());
         let raw = found.map(|r| r.get().trim()).unwrap_or("null");
         let fail = |r: String| (format!("column {}: {r}", col.name), Some(col.name.as_str()));
@@ -112,9 +124,10 @@ fn decode<'j>(
     // Each key matched at most one column: any key left over is one the job does not have.
     if object.len() > matched {
         let mut unknown: Vec<String> = object
-            .keys()
-            .filter(|k| !job.columns.iter().any(|c| &c.name == *k))
-            .cloned()
+            .iter()
+            .map(|(k, _)| k)
+            .filter(|k| !job.columns.iter().any(|c| c.name == **k))
+            .map(|k| k.to_string())
             .collect();
         unknown.sort();
         return Ok(unknown);
@@ -210,5 +223,33 @@ fn json_value(
             }
             parse_decimal(raw, precision, scale).map(Parsed::Dec)
         }
+    }
+}
+
+/// The keys and raw values of one JSON object, in order, duplicates kept (a map would keep
+/// only the last of a duplicated key). Keys without escapes are borrowed from the line.
+struct Entries<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+/// A borrowed key, when it has no escapes.
+#[derive(Deserialize)]
+struct Key<'a>(#[serde(borrow)] Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Entries<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor;
+        impl<'de> Visitor<'de> for ObjectVisitor {
+            type Value = Entries<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(8));
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    entries.push((key, map.next_value::<&'de RawValue>()?));
+                }
+                Ok(Entries(entries))
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor)
     }
 }

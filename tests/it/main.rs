@@ -7,6 +7,7 @@ mod anomalies;
 mod architecture;
 mod atomic_publish;
 mod backfill;
+mod bad_input;
 mod concurrency;
 mod conflicts;
 mod crash;

@@ -1,0 +1,157 @@
+//! Source files as they arrive in real life: `\r\n` line endings, a last line without an end,
+//! duplicate JSON keys, empty files, NUL bytes, binary files under a `.csv` name. Line numbers
+//! are counted by hand in each test's file.
+
+use crate::common::Project;
+
+fn csv_project(policy: &str, file: &str) -> Project {
+    let p = Project::empty();
+    p.write(
+        "pipelines/p.toml",
+        &format!(
+            r#"[pipeline]
+name = "p"
+
+[[ingest]]
+table = "bronze.t"
+format = "csv"
+path = "data/*.csv"
+schema = {{ id = "long", name = "string" }}
+on_bad_record = "{policy}"
+"#
+        ),
+    );
+    p.write("data/f.csv", file);
+    p
+}
+
+fn json_project(policy: &str, file: &str) -> Project {
+    let p = Project::empty();
+    p.write(
+        "pipelines/p.toml",
+        &format!(
+            r#"[pipeline]
+name = "p"
+
+[[ingest]]
+table = "bronze.t"
+format = "json"
+path = "data/*.jsonl"
+schema = {{ id = "long", name = "string" }}
+on_bad_record = "{policy}"
+"#
+        ),
+    );
+    p.write("data/f.jsonl", file);
+    p
+}
+
+fn cell(v: &str) -> Option<String> {
+    Some(v.to_string())
+}
+
+#[test]
+fn csv_line_numbers_are_right_for_every_line_ending() {
+    // Line 1 the header, 2 a good row, 3 a bad one, 4 a good one.
+    for ending in ["\n", "\r\n"] {
+        for last_ends in [true, false] {
+            let mut text = ["id,name", "1,a", "x,b", "3,c"].join(ending);
+            if last_ends {
+                text.push_str(ending);
+            }
+            let p = csv_project("quarantine", &text);
+            p.json(&["run", "p"]);
+            let case = format!("ending {ending:?}, last line ended: {last_ends}");
+            assert_eq!(
+                p.query("SELECT line, raw FROM bronze.t__quarantine"),
+                vec![vec![cell("3"), cell("x,b")]],
+                "{case}"
+            );
+            assert_eq!(
+                p.query("SELECT id, name, length(name), _source_line FROM bronze.t ORDER BY id"),
+                vec![
+                    vec![cell("1"), cell("a"), cell("1"), cell("2")],
+                    vec![cell("3"), cell("c"), cell("1"), cell("4")],
+                ],
+                "{case}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_bad_crlf_record_under_fail_names_its_real_line() {
+    let p = csv_project("fail", "id,name\r\n1,a\r\nx,b\r\n3,c\r\n");
+    let (code, message) = p.fails(&["run", "p"]);
+    assert_eq!(code, 1, "{message}");
+    assert!(message.contains("f.csv:3: column id"), "{message}");
+}
+
+#[test]
+fn crlf_keeps_quoted_fields_and_skips_blank_lines() {
+    let p = csv_project(
+        "quarantine",
+        "id,name\r\n1,\"a, b\"\r\n\r\n2,\"c \"\"d\"\"\"\r\n",
+    );
+    p.json(&["run", "p"]);
+    assert_eq!(
+        p.query("SELECT id, name, _source_line FROM bronze.t ORDER BY id"),
+        vec![
+            vec![cell("1"), cell("a, b"), cell("2")],
+            vec![cell("2"), cell("c \"d\""), cell("4")],
+        ]
+    );
+    assert!(p.query("SELECT * FROM bronze.t__quarantine").is_empty());
+}
+
+#[test]
+fn a_file_of_lone_carriage_returns_still_loads() {
+    let p = csv_project("quarantine", "id,name\r1,a\r2,b\r");
+    p.json(&["run", "p"]);
+    assert_eq!(
+        p.query("SELECT id, name FROM bronze.t ORDER BY id"),
+        vec![vec![cell("1"), cell("a")], vec![cell("2"), cell("b")]]
+    );
+}
+
+#[test]
+fn json_line_numbers_are_right_with_crlf() {
+    let p = json_project(
+        "quarantine",
+        "{\"id\": 1, \"name\": \"a\"}\r\n{\"id\": \"x\"}\r\n\r\n{\"id\": 3, \"name\": \"c\"}",
+    );
+    p.json(&["run", "p"]);
+    assert_eq!(
+        p.query("SELECT line, raw FROM bronze.t__quarantine"),
+        vec![vec![cell("2"), cell("{\"id\": \"x\"}")]]
+    );
+    assert_eq!(
+        p.query("SELECT id, _source_line FROM bronze.t ORDER BY id"),
+        vec![vec![cell("1"), cell("1")], vec![cell("3"), cell("4")]]
+    );
+}
+
+#[test]
+fn a_json_record_with_a_duplicate_key_is_a_bad_record() {
+    let record = r#"{"id": 6001, "name": "First", "name": "Second", "id": 6005}"#;
+    let p = json_project(
+        "quarantine",
+        &format!("{{\"id\": 1, \"name\": \"a\"}}\n{record}\n"),
+    );
+    p.json(&["run", "p"]);
+    let bad = p.query("SELECT line, raw, reason FROM bronze.t__quarantine");
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert_eq!(bad[0][0], cell("2"));
+    assert_eq!(bad[0][1], cell(record));
+    let reason = bad[0][2].clone().unwrap();
+    assert!(reason.contains("duplicate key `name`"), "{reason}");
+    assert_eq!(p.query("SELECT id FROM bronze.t"), vec![vec![cell("1")]]);
+
+    let p = json_project("fail", &format!("{record}\n"));
+    let (code, message) = p.fails(&["run", "p"]);
+    assert_eq!(code, 1);
+    assert!(
+        message.contains("f.jsonl:1: duplicate key `name`"),
+        "{message}"
+    );
+}
