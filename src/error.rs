@@ -92,6 +92,16 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
+    /// Another run of the pipeline holds its lock (`--no-wait`, or `--wait-timeout` passed):
+    /// nothing was done; trying again later is right.
+    #[error("{0}")]
+    Busy(String),
+
+    /// Tables or files of the catalog cannot be read (a metadata file cut short, a data file
+    /// missing): what is damaged is named; the rest was done.
+    #[error("{0}")]
+    Damaged(String),
+
     /// Something that cannot happen did (a job panicked, a record could not be encoded): a
     /// bug in the engine, not in the input. Nothing of the run was published.
     #[error("internal error: {0} (a bug in pipeline, not in your input; please report it)")]
@@ -162,12 +172,15 @@ impl Error {
     }
 
     /// The process exit code for this error: 2 for problems in the spec or the command line
-    /// (fix the input), 3 for breaking changes under `--fail-on-breaking`, 1 for failures while
-    /// running (internal errors included).
+    /// (fix the input), 3 for breaking changes under `--fail-on-breaking`, 4 when another run
+    /// of the pipeline holds its lock (try again later), 5 when tables or files are damaged, 1
+    /// for failures while running (internal errors included).
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Spec { .. } | Error::Pipeline { .. } | Error::Sql { .. } | Error::Usage(_) => 2,
             Error::Breaking { .. } => 3,
+            Error::Busy(_) => 4,
+            Error::Damaged(_) => 5,
             _ => 1,
         }
     }
@@ -192,5 +205,7 @@ mod tests {
         assert!(e.to_string().starts_with("internal error: a job panicked"));
         assert_eq!(Error::Usage("--from".into()).exit_code(), 2);
         assert_eq!(Error::Breaking { count: 1 }.exit_code(), 3);
+        assert_eq!(Error::Busy("running".into()).exit_code(), 4);
+        assert_eq!(Error::Damaged("cut short".into()).exit_code(), 5);
     }
 }

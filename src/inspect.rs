@@ -26,6 +26,71 @@ pub struct ColumnInfo {
     pub required: bool,
 }
 
+/// One table in `pipeline tables`: its size at its current snapshot and the run that wrote
+/// that snapshot; or, for a table whose metadata cannot be read, what is wrong with it.
+#[derive(Debug, Serialize)]
+pub struct TableSummary {
+    pub table: String,
+    pub rows: u64,
+    pub files: u64,
+    pub snapshot: Option<i64>,
+    /// The run that committed the current snapshot (`pipeline run-info` shows it).
+    pub last_run: Option<String>,
+    /// Why the table cannot be read (the others are listed all the same).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damaged: Option<String>,
+}
+
+/// Every table of the catalog with its rows, files, snapshot and last run, sorted. A table
+/// whose metadata cannot be read is listed as damaged, with the error; the listing goes on.
+pub async fn list(catalog: &PipelineCatalog) -> Result<Vec<TableSummary>> {
+    let mut out = Vec::new();
+    for name in catalog.list_tables().await? {
+        out.push(match catalog.load_existing(&name).await {
+            Ok(t) => {
+                let current = t.metadata().current_snapshot();
+                TableSummary {
+                    table: name.to_string(),
+                    rows: total_records(current),
+                    files: summary::total(current, summary::TOTAL_DATA_FILES),
+                    snapshot: current.map(|s| s.snapshot_id()),
+                    last_run: current.and_then(|s| {
+                        s.summary()
+                            .additional_properties
+                            .get(summary::RUN_ID)
+                            .cloned()
+                    }),
+                    damaged: None,
+                }
+            }
+            Err(e) => TableSummary {
+                table: name.to_string(),
+                rows: 0,
+                files: 0,
+                snapshot: None,
+                last_run: None,
+                damaged: Some(e.to_string()),
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// A table the user named: a name that is not in the catalog is a mistake in the command
+/// (exit 2), said plainly; a table that is there but cannot be read is an error naming it.
+async fn named(catalog: &PipelineCatalog, table: &TableName) -> Result<iceberg::table::Table> {
+    if table.namespace.eq_ignore_ascii_case("information_schema") {
+        return Err(Error::Usage(format!(
+            "{table}: there is no information_schema; the engine reads catalog tables only, and `pipeline tables` lists them (`pipeline describe TABLE` shows a table's columns)"
+        )));
+    }
+    catalog.load(table).await?.ok_or_else(|| {
+        Error::Usage(format!(
+            "no table {table} in this catalog; `pipeline tables` lists the tables"
+        ))
+    })
+}
+
 /// `pipeline describe`.
 #[derive(Debug, Serialize)]
 pub struct TableInfo {
@@ -63,7 +128,7 @@ pub struct SnapshotInfo {
 
 /// Describes a table at its current snapshot.
 pub async fn describe(catalog: &PipelineCatalog, table: &TableName) -> Result<TableInfo> {
-    let t = catalog.load_existing(table).await?;
+    let t = named(catalog, table).await?;
     let m = t.metadata();
     let schema = m.current_schema();
     let columns = schema
@@ -113,7 +178,7 @@ pub async fn describe(catalog: &PipelineCatalog, table: &TableName) -> Result<Ta
 
 /// Every snapshot of a table, oldest first.
 pub async fn history(catalog: &PipelineCatalog, table: &TableName) -> Result<Vec<SnapshotInfo>> {
-    let t = catalog.load_existing(table).await?;
+    let t = named(catalog, table).await?;
     let m = t.metadata();
     let current = m.current_snapshot_id();
     let mut snapshots: Vec<_> = m.snapshots().collect();
@@ -173,7 +238,7 @@ pub async fn query(
                 "query: write tables as namespace.table (got `{r}`); `pipeline tables` lists them"
             ))
         })?;
-        let table = catalog.load_existing(&name).await?;
+        let table = named(catalog, &name).await?;
         let snapshot = match as_of {
             Some(id) => table.metadata().snapshot_by_id(id).cloned(),
             None => None,
@@ -239,7 +304,7 @@ pub async fn files(
     table: &TableName,
     snapshot_id: Option<i64>,
 ) -> Result<Vec<FileInfo>> {
-    let t = catalog.load_existing(table).await?;
+    let t = named(catalog, table).await?;
     let m = t.metadata();
     let snapshot = match snapshot_id {
         Some(id) => Some(m.snapshot_by_id(id).ok_or_else(|| {

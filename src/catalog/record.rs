@@ -140,22 +140,38 @@ impl RunRecord {
         self
     }
 
-    /// A copy of this record with `tables`, finished now (the moment it is published).
-    pub fn finished_with(&self, tables: Vec<TableRecord>) -> RunRecord {
+    /// A copy of this record finished now (the moment it is published).
+    pub fn finished_now(&self) -> RunRecord {
         RunRecord {
             finished_at: timestamp(Utc::now()),
-            tables,
             ..self.clone()
         }
     }
 
+    /// This record with the tables the run changed. A run that changed no table is a no-op:
+    /// it has nothing to undo, and no undo command.
+    pub fn with_tables(mut self, tables: Vec<TableRecord>) -> RunRecord {
+        if tables.is_empty() {
+            self.undo.clear();
+        }
+        self.tables = tables;
+        self
+    }
+
+    /// A run that changed no table (everything was loaded, every table up to date).
+    pub fn is_noop(&self) -> bool {
+        self.tables.is_empty()
+    }
+
     /// The command that undoes this run (records written before `undo` was stored get the
-    /// plain form).
-    pub fn undo_command(&self) -> String {
-        if self.undo.is_empty() {
-            format!("pipeline rollback {}", self.run_id)
+    /// plain form); `None` for a no-op run.
+    pub fn undo_command(&self) -> Option<String> {
+        if self.is_noop() {
+            None
+        } else if self.undo.is_empty() {
+            Some(format!("pipeline rollback {}", self.run_id))
         } else {
-            self.undo.clone()
+            Some(self.undo.clone())
         }
     }
 }

@@ -9,7 +9,6 @@ use super::print;
 use super::progress::Progress;
 use crate::catalog::{open_project_catalog, Invocation, PipelineCatalog};
 use crate::error::{Error, Result};
-use crate::output::batches_to_rows;
 use crate::plan::{lineage_of, plan_backfill, plan_changes, validate, Backfill};
 use crate::run::{rollback, run_pipeline, RunOptions};
 use crate::spec::{load_with_catalog, producer_of, ColumnRef, TableName};
@@ -106,14 +105,13 @@ pub async fn execute(cli: Cli) -> Result<()> {
         }
         Command::Tables { pipeline } => {
             let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
-            let tables = catalog.list_tables().await?;
-            let mut infos = Vec::new();
-            if !cli.json {
-                for t in &tables {
-                    infos.push(inspect::describe(&catalog, t).await?);
-                }
+            let tables = inspect::list(&catalog).await?;
+            print::tables(&tables, cli.json);
+            if tables.iter().any(|t| t.damaged.is_some()) {
+                return Err(Error::Damaged(
+                    "some tables cannot be read (DAMAGED above); `pipeline check` says which files are missing or cut short".into(),
+                ));
             }
-            print::tables(&tables, &infos, cli.json);
         }
         Command::Files {
             table,
@@ -173,7 +171,7 @@ pub async fn execute(cli: Cli) -> Result<()> {
         } => {
             let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
             let (schema, batches) = inspect::query(&catalog, sql, *as_of).await?;
-            print::query(&batches_to_rows(&schema, &batches)?, cli.json);
+            print::query(&schema, &batches, cli.json)?;
         }
     }
     Ok(())

@@ -1,8 +1,9 @@
 //! The `pipeline` command line: a thin shell over the library, as datafusion-cli splits its
 //! own: the arguments ([`args`]), what each command calls ([`command`]), one printer per
 //! command ([`print`]) and progress on stderr ([`progress`]). Every command ends with one clear
-//! message and an exit code: 0 success, 2 a problem in the spec, the SQL or the command line,
-//! 1 a failure while running, 3 `plan --fail-on-breaking` found a breaking change.
+//! message and an exit code: 0 success, 1 a failure while running, 2 a problem in the spec,
+//! the SQL or the command line, 3 `plan --fail-on-breaking` found a breaking change, 4 another
+//! run of the pipeline holds its lock, 5 tables or files are damaged.
 
 pub mod args;
 pub mod command;
@@ -13,11 +14,13 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use crate::output::escape_message;
 use crate::secrets::{redact, RedactedStderr};
 
 /// Parses the command line, runs the command on a multi-thread runtime, and turns its outcome
 /// into an exit code (errors on stderr, secrets redacted).
 pub fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = args::Cli::parse();
     let filter = match cli.verbose {
         0 => "warn",
@@ -44,8 +47,21 @@ pub fn main() -> ExitCode {
     match runtime.block_on(command::execute(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", redact(&e.to_string()));
+            eprintln!("error: {}", escape_message(&redact(&e.to_string())));
             ExitCode::from(e.exit_code())
         }
+    }
+}
+
+/// A closed stdout (`pipeline query ... | head`) ends the process quietly, as it ends every
+/// Unix tool, instead of a panic in the next `println!`: Rust ignores SIGPIPE by default, so
+/// its default action is restored. Nothing is half published by it: a run's publish is atomic
+/// whenever the process stops.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any other thread exists; it only resets the
+    // disposition of one signal to the operating system's default.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -3,17 +3,20 @@
 
 use std::io::Write;
 
+use arrow::datatypes::Schema;
+use arrow::record_batch::RecordBatch;
 use serde::Serialize;
 
 use crate::catalog::RunRecord;
-use crate::inspect::{FileInfo, SnapshotInfo, TableInfo};
+use crate::error::Result;
+use crate::inspect::{FileInfo, SnapshotInfo, TableInfo, TableSummary};
 use crate::lineage::{render, LineageFormat, PipelineLineage};
 use crate::maintain::Orphan;
-use crate::output::{render_table, Rows};
+use crate::output::{batches_to_json, batches_to_rows, render_table};
 use crate::plan::{render_text, JobId, PlannedTable, SchemaPlan, Validated};
 use crate::quality::summary;
 use crate::run::RunReport;
-use crate::spec::{ColumnRef, Pipeline, TableName};
+use crate::spec::{ColumnRef, Pipeline};
 
 /// `value` as pretty JSON on stdout.
 fn json(value: &impl Serialize) {
@@ -122,7 +125,11 @@ pub fn record(run: &RunRecord, as_json: bool) {
     if !run.invocation.command.is_empty() {
         println!("command:      {}", run.invocation.command.join(" "));
     }
-    println!("undo with:    {}", run.undo_command());
+    println!(
+        "undo with:    {}",
+        run.undo_command()
+            .unwrap_or_else(|| "(nothing to undo: the run changed no table)".into())
+    );
     println!();
     let show = |s: Option<i64>| s.map_or_else(|| "(none)".to_string(), |s| s.to_string());
     let rows: Vec<Vec<String>> = run
@@ -173,7 +180,8 @@ pub fn runs(runs: &[RunRecord], as_json: bool) {
                 r.invocation.reason.clone().unwrap_or_default(),
                 r.tables.len().to_string(),
                 summary(&r.quality),
-                r.undo_command(),
+                r.undo_command()
+                    .unwrap_or_else(|| "(nothing to undo)".into()),
             ]
         })
         .collect();
@@ -198,20 +206,34 @@ pub fn runs(runs: &[RunRecord], as_json: bool) {
 
 /// `pipeline validate`: the jobs in the order they run, each with its inputs.
 pub fn validate(spec: &Pipeline, v: &Validated, as_json: bool) {
-    let table_of = |j: &JobId| match j {
-        JobId::Ingest(i) => &spec.ingests[*i].table,
-        JobId::Transform(i) => &spec.transforms[*i].table,
-    };
+    let jobs: Vec<(&str, String, Vec<String>)> = v
+        .graph
+        .order
+        .iter()
+        .map(|j| match j {
+            JobId::Ingest(i) => ("ingest", spec.ingests[*i].table.to_string(), Vec::new()),
+            JobId::Transform(i) => (
+                "transform",
+                spec.transforms[*i].table.to_string(),
+                v.graph.transforms[*i]
+                    .inputs
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect(),
+            ),
+        })
+        .collect();
     if as_json {
-        let tables: Vec<String> = v
-            .graph
-            .order
+        let order: Vec<&String> = jobs.iter().map(|(_, table, _)| table).collect();
+        let detail: Vec<serde_json::Value> = jobs
             .iter()
-            .map(|j| table_of(j).to_string())
+            .map(|(kind, table, inputs)| {
+                serde_json::json!({"job": kind, "table": table, "inputs": inputs})
+            })
             .collect();
         println!(
             "{}",
-            serde_json::json!({"pipeline": spec.name, "valid": true, "jobs_in_order": tables})
+            serde_json::json!({"pipeline": spec.name, "valid": true, "jobs_in_order": order, "jobs": detail})
         );
         return;
     }
@@ -221,24 +243,11 @@ pub fn validate(spec: &Pipeline, v: &Validated, as_json: bool) {
         spec.ingests.len(),
         spec.transforms.len()
     );
-    for j in &v.graph.order {
-        let (kind, deps) = match j {
-            JobId::Ingest(_) => ("ingest", String::new()),
-            JobId::Transform(i) => (
-                "transform",
-                v.graph.transforms[*i]
-                    .inputs
-                    .iter()
-                    .map(|t| t.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            ),
-        };
-        let table = table_of(j);
-        if deps.is_empty() {
+    for (kind, table, inputs) in &jobs {
+        if inputs.is_empty() {
             println!("  {kind:<9} {table}");
         } else {
-            println!("  {kind:<9} {table}  <- {deps}");
+            println!("  {kind:<9} {table}  <- {}", inputs.join(", "));
         }
     }
 }
@@ -261,28 +270,37 @@ pub fn lineage(lineage: &PipelineLineage, roots: &[ColumnRef], format: &str, as_
     }
 }
 
-/// `pipeline tables`: names (JSON), or each table with its rows, files and snapshot.
-pub fn tables(tables: &[TableName], infos: &[TableInfo], as_json: bool) {
+/// `pipeline tables`: each table with its rows, files, snapshot and last run; a damaged one
+/// with what is wrong.
+pub fn tables(tables: &[TableSummary], as_json: bool) {
     if as_json {
-        let names: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
-        return json(&names);
+        return json(&tables);
     }
-    let rows: Vec<Vec<String>> = infos
+    let rows: Vec<Vec<String>> = tables
         .iter()
-        .map(|info| {
-            vec![
-                info.table.clone(),
-                info.rows.to_string(),
-                info.data_files.to_string(),
-                info.current_snapshot_id
-                    .map(|s| s.to_string())
-                    .unwrap_or_default(),
-            ]
+        .map(|t| match &t.damaged {
+            None => vec![
+                t.table.clone(),
+                t.rows.to_string(),
+                t.files.to_string(),
+                t.snapshot.map(|s| s.to_string()).unwrap_or_default(),
+                t.last_run.clone().unwrap_or_default(),
+            ],
+            Some(why) => vec![
+                t.table.clone(),
+                "DAMAGED".into(),
+                String::new(),
+                String::new(),
+                why.clone(),
+            ],
         })
         .collect();
     print!(
         "{}",
-        render_table(&strings(&["table", "rows", "files", "snapshot"]), &rows)
+        render_table(
+            &strings(&["table", "rows", "files", "snapshot", "last run"]),
+            &rows
+        )
     );
 }
 
@@ -425,12 +443,14 @@ pub fn orphans(orphans: &[Orphan], deleted: bool, as_json: bool) {
     println!("{} files, {total} bytes {verb}", orphans.len());
 }
 
-/// `pipeline query`.
-pub fn query(rows: &Rows, as_json: bool) {
+/// `pipeline query`: an aligned table, or JSON whose values keep their types.
+pub fn query(schema: &Schema, batches: &[RecordBatch], as_json: bool) -> Result<()> {
     if as_json {
-        println!("{}", rows.to_json());
+        println!("{}", batches_to_json(schema, batches)?);
     } else {
+        let rows = batches_to_rows(schema, batches)?;
         print!("{}", rows.to_table());
         println!("({} rows)", rows.rows.len());
     }
+    Ok(())
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use super::evolve::{header_names, reserved_error, undeclared_error};
 use super::sink::RecordSink;
-use super::values::{parse_text, Parsed};
+use super::values::{parse_text, Parsed, NUL_IN_TEXT};
 use crate::error::{Error, Result};
 use crate::spec::{ColumnType, IngestJob, SchemaEvolution, LINEAGE_COLUMNS};
 
@@ -198,6 +198,12 @@ fn decode<'j>(
                 Some(col.name.as_str()),
             )
         })?;
+        if bytes.contains(&0) {
+            return Err((
+                format!("column {}: {NUL_IN_TEXT}", col.name),
+                Some(col.name.as_str()),
+            ));
+        }
         values[i] = if job.null_values.iter().any(|nv| nv == text) {
             if col.required {
                 return Err((

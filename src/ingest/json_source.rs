@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 
 use super::evolve::{reserved_error, undeclared_error};
 use super::sink::RecordSink;
+use super::values::NUL_IN_TEXT;
 use super::values::{parse_date, parse_decimal, parse_integer, parse_timestamp, Parsed};
 use crate::error::{Error, Result};
 use crate::spec::{ColumnType, IngestJob, SchemaEvolution, LINEAGE_COLUMNS};
@@ -165,6 +166,9 @@ fn json_value(
                 return Err(format!("expected a JSON string, found {} `{raw}`", kind()));
             }
             *string_out = as_string(raw)?;
+            if string_out.contains('\0') {
+                return Err(NUL_IN_TEXT.into());
+            }
             Ok(Parsed::Str)
         }
         ColumnType::Timestamp | ColumnType::TimestampTz | ColumnType::Date => {

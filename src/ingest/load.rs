@@ -427,6 +427,16 @@ fn read_all(
             .to_string_lossy()
             .replace('\\', "/");
         let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        if bytes == 0 {
+            // Nothing to load; said, since an empty delivery is often a failed upload.
+            let what = if job.format == Format::Csv && job.csv.header {
+                "0 bytes, not even a header line"
+            } else {
+                "0 bytes"
+            };
+            let file = &display;
+            tracing::warn!(table = %job.table, "{file} is empty ({what}): nothing loaded from it");
+        }
         let previous = sink.start_file(&display, bytes);
         if n > 0 {
             stats.push((files[n - 1].0, previous));

@@ -5,6 +5,11 @@ use chrono::{NaiveDate, NaiveTime};
 
 use crate::spec::ColumnType;
 
+/// Why a value holding a NUL byte is refused: text with NUL is almost always a damaged or
+/// binary file, and many readers (PostgreSQL, C-string APIs) cannot hold it.
+pub const NUL_IN_TEXT: &str =
+    "contains a NUL byte, which text may not (is the file binary or damaged?)";
+
 /// One parsed, non-string value (strings are read back from the source record).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Parsed {

@@ -59,13 +59,13 @@ pub fn acquire(
                         std::thread::sleep(Duration::from_millis(200));
                     }
                     Some(limit) => {
-                        return Err(Error::Usage(format!(
+                        return Err(Error::Busy(format!(
                             "pipeline {pipeline} is still running ({holder}) after waiting {}s; try again later or raise --wait-timeout",
                             limit.as_secs()
                         )))
                     }
                     None => {
-                        return Err(Error::Usage(format!(
+                        return Err(Error::Busy(format!(
                             "pipeline {pipeline} is already running ({holder}); wait for it, or run without --no-wait to queue behind it"
                         )))
                     }

@@ -26,6 +26,11 @@ pub async fn rollback(
     observer: Arc<dyn Observer>,
 ) -> Result<RunRecord> {
     let run = catalog.run(run_id).await?;
+    if run.is_noop() {
+        return Err(Error::Usage(format!(
+            "run {run_id} changed no table (it had nothing to do): there is nothing to undo"
+        )));
+    }
     let wait = LockWait(Some(Duration::from_secs(3600)));
     let _locked = lock_and_recover(catalog, &run.pipeline, wait, observer).await?;
     let started = chrono::Utc::now();
@@ -106,7 +111,8 @@ pub async fn rollback(
         invocation,
     )
     .rolling_back(run_id)
-    .finished_with(tables);
+    .finished_now()
+    .with_tables(tables);
     publication.record = Some(record.clone());
     publish(catalog, publication).await?;
     Ok(record)

@@ -8,7 +8,7 @@ use datafusion::sql::sqlparser::ast::Statement;
 
 use crate::engine::clean_message;
 use crate::error::{Error, Result};
-use crate::spec::{TableName, TransformJob};
+use crate::spec::{is_identifier, TableName, TransformJob};
 
 /// A transform's SQL, checked to be one SELECT, with the tables it reads.
 #[derive(Debug, Clone)]
@@ -66,13 +66,17 @@ pub fn parse_transform(job: &TransformJob) -> Result<ParsedTransform> {
             _ => None,
         };
         let name = name.ok_or_else(|| {
-            sql_error(
-                None,
+            let message = if is_identifier(r.table()) {
                 format!(
                     "table `{r}` must be written namespace.table (e.g. bronze.{}); transforms read only catalog tables",
                     r.table()
-                ),
-            )
+                )
+            } else {
+                format!(
+                    "`{r}` is not a catalog table: transforms read only catalog tables, written namespace.table (e.g. bronze.orders), never files or URLs"
+                )
+            };
+            sql_error(None, message)
         })?;
         if !inputs.contains(&name) {
             inputs.push(name);

@@ -155,3 +155,45 @@ fn a_json_record_with_a_duplicate_key_is_a_bad_record() {
         "{message}"
     );
 }
+
+#[test]
+fn an_empty_file_loads_nothing_and_says_so() {
+    let p = csv_project("fail", "");
+    let out = p.run(&["run", "p", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "data/f.csv is empty (0 bytes, not even a header line): nothing loaded from it"
+        ),
+        "{stderr}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["jobs"][0]["sources"][0]["records"], 0);
+    assert_eq!(report["jobs"][0]["rows_out"], 0);
+}
+
+#[test]
+fn text_with_a_nul_byte_is_a_bad_record() {
+    let p = csv_project("quarantine", "id,name\n1,a\u{0}b\n2,ok\n");
+    p.json(&["run", "p"]);
+    let bad = p.query("SELECT line, \"column\", reason FROM bronze.t__quarantine");
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert_eq!(bad[0][0], cell("2"));
+    assert_eq!(bad[0][1], cell("name"));
+    assert!(bad[0][2].as_ref().unwrap().contains("NUL byte"), "{bad:?}");
+    assert_eq!(p.query("SELECT name FROM bronze.t"), vec![vec![cell("ok")]]);
+
+    let p = json_project(
+        "quarantine",
+        "{\"id\": 1, \"name\": \"a\\u0000b\"}\n{\"id\": 2, \"name\": \"ok\"}\n",
+    );
+    p.json(&["run", "p"]);
+    let bad = p.query("SELECT line, reason FROM bronze.t__quarantine");
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0][1].as_ref().unwrap().contains("NUL byte"), "{bad:?}");
+}

@@ -112,14 +112,28 @@ impl Project {
         )
     }
 
-    /// Rows of a query, every value as its display string.
+    /// Rows of a query, every value as text (see [`rows_of`]).
     pub fn query(&self, sql: &str) -> Vec<Vec<Option<String>>> {
-        rows_of(&self.json(&["query", sql]))
+        self.query_result(&["query", sql]).1
     }
 
     /// Rows of a query at a snapshot.
     pub fn query_as_of(&self, sql: &str, snapshot: i64) -> Vec<Vec<Option<String>>> {
-        rows_of(&self.json(&["query", sql, "--as-of", &snapshot.to_string()]))
+        self.query_result(&["query", sql, "--as-of", &snapshot.to_string()])
+            .1
+    }
+
+    /// The columns and rows (see [`rows_of`]) of `pipeline ARGS --json`, a `query`.
+    pub fn query_result(&self, args: &[&str]) -> (Vec<String>, Vec<Vec<Option<String>>>) {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.run(&all);
+        assert!(
+            out.status.success(),
+            "pipeline {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        rows_of(&out.stdout)
     }
 
     /// Every table in the project's catalog, as `pipeline tables` lists them.
@@ -128,7 +142,7 @@ impl Project {
             .as_array()
             .unwrap()
             .iter()
-            .map(|t| t.as_str().unwrap().to_string())
+            .map(|t| t["table"].as_str().unwrap().to_string())
             .collect()
     }
 
@@ -197,19 +211,33 @@ impl Project {
     }
 }
 
-pub fn rows_of(v: &Value) -> Vec<Vec<Option<String>>> {
-    v["rows"]
-        .as_array()
-        .unwrap()
+/// The columns and rows of `pipeline query --json` output, every value as text: a string as
+/// it is, a number or boolean as its JSON token (so decimals keep their digits: `9.00`), NULL
+/// as `None`.
+pub fn rows_of(stdout: &[u8]) -> (Vec<String>, Vec<Vec<Option<String>>>) {
+    #[derive(serde::Deserialize)]
+    struct Result {
+        columns: Vec<String>,
+        rows: Vec<Vec<Box<serde_json::value::RawValue>>>,
+    }
+    let result: Result = serde_json::from_slice(stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(stdout)));
+    let rows = result
+        .rows
         .iter()
-        .map(|r| {
-            r.as_array()
-                .unwrap()
-                .iter()
-                .map(|c| c.as_str().map(String::from))
+        .map(|row| {
+            row.iter()
+                .map(|raw| match raw.get() {
+                    "null" => None,
+                    text if text.starts_with('"') => {
+                        Some(serde_json::from_str::<String>(text).unwrap())
+                    }
+                    text => Some(text.to_string()),
+                })
                 .collect()
         })
-        .collect()
+        .collect();
+    (result.columns, rows)
 }
 
 /// The expected outputs of the retail sample, computed by tests/reference/retail_expected.py

@@ -59,14 +59,15 @@ fn a_second_run_waits_for_the_first_to_finish() {
 fn no_wait_fails_at_once_and_a_timeout_gives_up() {
     let p = Project::retail();
     let _lock = hold_lock(&p);
+    // Busy is not "fix your input" (2): it has exit code 4, "try again later".
     let (code, stderr) = p.fails(&["run", "retail", "--no-wait"]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 4);
     assert_eq!(
         stderr,
         "error: pipeline retail is already running (pid 4242 since 2026-11-30T00:00:00Z); wait for it, or run without --no-wait to queue behind it"
     );
     let (code, stderr) = p.fails(&["run", "retail", "--wait-timeout", "1"]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 4);
     assert!(
         stderr.starts_with("error: pipeline retail is still running (pid 4242"),
         "{stderr}"

@@ -3,7 +3,7 @@
 //! the default policy and an unsafe type change stop the run naming file and line; rows
 //! loaded before read NULL / their widened values, in the engine, PyIceberg and DuckDB.
 
-use crate::common::{rows_of, Project};
+use crate::common::Project;
 
 fn spec(items_schema: &str, items_policy: &str) -> String {
     format!(
@@ -155,12 +155,12 @@ fn bronze_adds_new_columns_and_widens_types_by_field_id() {
         ]
     );
     // Time travel reads the old schema.
-    let old = rows_of(&p.json(&[
+    let (_, old) = p.query_result(&[
         "query",
         "SELECT * FROM bronze.items",
         "--as-of",
         &first.to_string(),
-    ]));
+    ]);
     assert_eq!(old.len(), 2);
     assert_eq!(old[0].len(), 7, "id, qty, price and 4 lineage columns");
 

@@ -123,7 +123,7 @@ fn only_a_select_is_a_transform() {
     p.write("sql/p/t.sql", "SELECT * FROM 'data/a.csv'");
     assert_eq!(
         error_of(&p, "validate"),
-        "error: sql/p/t.sql: table `data/a.csv` must be written namespace.table (e.g. bronze.data/a.csv); transforms read only catalog tables"
+        "error: sql/p/t.sql: `data/a.csv` is not a catalog table: transforms read only catalog tables, written namespace.table (e.g. bronze.orders), never files or URLs"
     );
 }
 

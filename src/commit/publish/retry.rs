@@ -32,15 +32,15 @@ pub async fn publish_with_retry(
     for attempt in 1..=ATTEMPTS {
         // The record is stamped before old snapshots expire: it finished when the run was
         // ready to publish.
-        let mut stamped = record.finished_with(Vec::new());
+        let stamped = record.finished_now();
         if let Some(keep) = max_snapshots {
             for table in staged.iter_mut() {
                 expire_snapshots(table, keep, catalog.file_io()).await?;
             }
         }
-        stamped.tables = staged.iter().map(|t| t.table_record()).collect();
+        let tables = staged.iter().map(|t| t.table_record()).collect();
         let mut publication = Publication {
-            record: Some(stamped),
+            record: Some(stamped.with_tables(tables)),
             ..Publication::default()
         };
         for table in &staged {
