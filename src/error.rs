@@ -107,11 +107,21 @@ pub enum Error {
     #[error("internal error: {0} (a bug in pipeline, not in your input; please report it)")]
     Internal(String),
 
+    /// A file of the warehouse could not be read or written: the disk is full or read-only, a
+    /// file is missing or cut short. Never retried (it does not pass by itself).
+    #[error("{path}: {problem}{}", storage_suffix(*refused_write))]
+    Storage {
+        path: String,
+        problem: String,
+        /// A write the disk refused (full, read-only, permission denied).
+        refused_write: bool,
+    },
+
     #[error("iceberg: {0}")]
-    Iceberg(#[from] iceberg::Error),
+    Iceberg(iceberg::Error),
 
     #[error("{0}")]
-    DataFusion(#[from] datafusion::error::DataFusionError),
+    DataFusion(datafusion::error::DataFusionError),
 
     #[error("arrow: {0}")]
     Arrow(#[from] arrow::error::ArrowError),
@@ -125,6 +135,61 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Why a file of the warehouse could not be read or written. Carried as the source of the
+/// `iceberg::Error` the storage returns, so the engine's error can say it plainly.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {problem}")]
+pub struct StorageProblem {
+    pub path: String,
+    pub problem: String,
+    /// Writing: the disk is full, read-only or refuses this process.
+    pub refused_write: bool,
+}
+
+fn storage_suffix(refused_write: bool) -> &'static str {
+    if refused_write {
+        "; nothing was published (not retried: free space or fix the permissions, then run again)"
+    } else {
+        " (`pipeline check` lists every damaged table and file)"
+    }
+}
+
+/// The storage problem behind an error, however deeply it is wrapped.
+fn storage_problem<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a StorageProblem> {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(p) = e.downcast_ref::<StorageProblem>() {
+            return Some(p);
+        }
+        next = e.source();
+    }
+    None
+}
+
+impl Error {
+    /// `e` as the engine's error: a storage problem behind it (a full disk, a missing file)
+    /// becomes [`Error::Storage`], said plainly.
+    pub fn from_source(e: &(dyn std::error::Error + 'static)) -> Option<Error> {
+        storage_problem(e).map(|p| Error::Storage {
+            path: p.path.clone(),
+            problem: p.problem.clone(),
+            refused_write: p.refused_write,
+        })
+    }
+}
+
+impl From<iceberg::Error> for Error {
+    fn from(e: iceberg::Error) -> Self {
+        Error::from_source(&e).unwrap_or(Error::Iceberg(e))
+    }
+}
+
+impl From<datafusion::error::DataFusionError> for Error {
+    fn from(e: datafusion::error::DataFusionError) -> Self {
+        Error::from_source(&e).unwrap_or(Error::DataFusion(e))
+    }
 }
 
 fn hint_suffix(hint: &Option<String>) -> String {

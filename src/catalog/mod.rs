@@ -10,6 +10,7 @@
 
 mod connection;
 mod control;
+mod local_fs;
 mod open;
 mod receipt;
 mod record;
@@ -23,6 +24,7 @@ mod updates;
 
 pub use connection::{Backend, PipelineCatalog};
 pub use control::{control_name, control_table, run_records, CONTROL_NAMESPACE, CONTROL_TABLE};
+pub use local_fs::LocalStorageFactory;
 pub use open::open_project_catalog;
 pub use receipt::Invocation;
 pub use record::{new_run_id, QualityResult, RunKind, RunRecord, TableRecord};

@@ -149,11 +149,42 @@ impl PipelineCatalog {
         if !self.inner.table_exists(&ident).await? {
             return Ok(None);
         }
-        self.inner
-            .load_table(&ident)
-            .await
-            .map(Some)
-            .map_err(|e| Error::table(table, "cannot load table", e))
+        match self.inner.load_table(&ident).await {
+            Ok(t) => Ok(Some(t)),
+            Err(e) => Err(self.unreadable(table, e).await),
+        }
+    }
+
+    /// The error for a table the catalog lists but whose metadata cannot be read: for the
+    /// embedded catalog it names the metadata file and the version before it.
+    async fn unreadable(&self, table: &TableName, e: iceberg::Error) -> Error {
+        let cause = Error::from(e);
+        let Backend::Sql { database, .. } = &self.backend else {
+            return Error::table(table, "cannot load table", cause);
+        };
+        let locations = async {
+            let mut conn = sql::sqlite_connection(database).await?;
+            let row: Option<(String, Option<String>)> = sqlx::query_as(
+                "SELECT metadata_location, previous_metadata_location FROM iceberg_tables \
+                 WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
+            )
+            .bind(&self.name)
+            .bind(&table.namespace)
+            .bind(&table.name)
+            .fetch_optional(&mut conn)
+            .await?;
+            Ok::<_, Error>(row)
+        }
+        .await;
+        match locations {
+            Ok(Some((current, previous))) => Error::Damaged(format!(
+                "table {table}: its metadata file {current} cannot be read ({cause}){}",
+                previous
+                    .map(|p| format!("; the version before it is {p}"))
+                    .unwrap_or_default()
+            )),
+            _ => Error::table(table, "cannot load table", cause),
+        }
     }
 
     /// Loads a table that must exist.

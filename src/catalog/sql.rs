@@ -8,11 +8,11 @@ use std::sync::Arc;
 use iceberg::io::FileIOBuilder;
 use iceberg::CatalogBuilder;
 use iceberg_catalog_sql::{SqlCatalogBuilder, SQL_CATALOG_PROP_URI, SQL_CATALOG_PROP_WAREHOUSE};
-use iceberg_storage_opendal::OpenDalStorageFactory;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::ConnectOptions;
 
 use super::connection::{Backend, PipelineCatalog};
+use super::local_fs::LocalStorageFactory;
 use crate::error::{Error, Result};
 
 /// Opens (creating if needed) the SQLite catalog `name` at `database` with `warehouse`.
@@ -37,7 +37,7 @@ pub(super) async fn connect(
             warehouse.display().to_string(),
         ),
     ]);
-    let factory = Arc::new(OpenDalStorageFactory::Fs);
+    let factory = Arc::new(LocalStorageFactory);
     let inner = SqlCatalogBuilder::default()
         .with_storage_factory(factory.clone())
         .load(name.to_string(), props)

@@ -201,6 +201,22 @@ pub enum Command {
         #[arg(long)]
         pipeline: Option<String>,
     },
+    /// Check that the lake is intact: every table's metadata reads, and every file its current
+    /// snapshot needs (manifest list, manifests, data files) exists with the recorded size.
+    ///
+    /// Nothing is changed. Each damaged table is listed with its bad files and what is wrong,
+    /// and the run that wrote its current snapshot (roll it back to return to the last
+    /// readable snapshot). Exit status 5 when anything is damaged.
+    /// Examples:
+    ///   pipeline check
+    ///   pipeline check silver.orders --json
+    #[command(verbatim_doc_comment)]
+    Check {
+        /// namespace.table (default: every table of the catalog).
+        table: Option<String>,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
     /// List files in table folders that no snapshot of any table references (left by failed
     /// or killed runs); `--delete` removes them.
     Orphans {

@@ -151,6 +151,19 @@ pub async fn execute(cli: Cli) -> Result<()> {
             let record = rollback(&catalog, run_id, &invocation(reason), observer).await?;
             print::record(&record, cli.json);
         }
+        Command::Check { table, pipeline } => {
+            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
+            let only = table.as_deref().map(table_arg).transpose()?;
+            let checked = maintain::check(&catalog, only.as_ref()).await?;
+            print::check(&checked, cli.json);
+            let damaged = checked.iter().filter(|t| !t.intact()).count();
+            if damaged > 0 {
+                return Err(Error::Damaged(format!(
+                    "{damaged} of {} table(s) damaged (listed above)",
+                    checked.len()
+                )));
+            }
+        }
         Command::Orphans {
             older_than,
             delete,
@@ -158,11 +171,24 @@ pub async fn execute(cli: Cli) -> Result<()> {
         } => {
             let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
             let age = Duration::from_secs(older_than * 60);
-            let orphans = maintain::find_orphans(&catalog, age).await?;
+            let found = maintain::find_orphans(&catalog, age).await?;
             if *delete {
-                maintain::delete_orphans(&orphans)?;
+                maintain::delete_orphans(&found.orphans)?;
             }
-            print::orphans(&orphans, *delete, cli.json);
+            print::orphans(&found, *delete, cli.json);
+            if !found.damaged.is_empty() {
+                return Err(Error::Damaged(format!(
+                    "{} table(s) could not be read, and nothing under them was listed{}: {}; `pipeline check` says what is wrong",
+                    found.damaged.len(),
+                    if *delete { " or deleted" } else { "" },
+                    found
+                        .damaged
+                        .iter()
+                        .map(|d| d.table.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
         }
         Command::Query {
             sql,

@@ -11,7 +11,7 @@ use crate::catalog::RunRecord;
 use crate::error::Result;
 use crate::inspect::{FileInfo, SnapshotInfo, TableInfo, TableSummary};
 use crate::lineage::{render, LineageFormat, PipelineLineage};
-use crate::maintain::Orphan;
+use crate::maintain::{Orphans, TableCheck};
 use crate::output::{batches_to_json, batches_to_rows, render_table};
 use crate::plan::{render_text, JobId, PlannedTable, SchemaPlan, Validated};
 use crate::quality::summary;
@@ -417,16 +417,53 @@ pub fn history(snapshots: &[SnapshotInfo], as_json: bool) {
     );
 }
 
-/// `pipeline orphans`.
-pub fn orphans(orphans: &[Orphan], deleted: bool, as_json: bool) {
+/// `pipeline check`: per table intact or damaged, and each bad file with what is wrong.
+pub fn check(checked: &[TableCheck], as_json: bool) {
+    if as_json {
+        return json(&checked);
+    }
+    let rows: Vec<Vec<String>> = checked
+        .iter()
+        .map(|t| {
+            vec![
+                t.table.clone(),
+                if t.intact() { "ok" } else { "DAMAGED" }.into(),
+                t.files_checked.to_string(),
+                t.snapshot.map(|s| s.to_string()).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        render_table(
+            &strings(&["table", "status", "files checked", "snapshot"]),
+            &rows
+        )
+    );
+    for t in checked.iter().filter(|t| !t.intact()) {
+        println!("\n{}:", t.table);
+        for p in &t.problems {
+            println!("  {}: {}", p.file, p.problem);
+        }
+        if let Some(run) = &t.run {
+            println!(
+                "  its current snapshot was written by run {run}: `pipeline rollback {run}` returns the table to the snapshot before it"
+            );
+        }
+    }
+}
+
+/// `pipeline orphans`: the unreferenced files, and the tables that could not be read.
+pub fn orphans(found: &Orphans, deleted: bool, as_json: bool) {
     if as_json {
         println!(
             "{}",
-            serde_json::json!({"orphans": orphans, "deleted": deleted})
+            serde_json::json!({"orphans": found.orphans, "deleted": deleted, "damaged": found.damaged})
         );
         return;
     }
-    let rows: Vec<Vec<String>> = orphans
+    let rows: Vec<Vec<String>> = found
+        .orphans
         .iter()
         .map(|o| vec![o.table.clone(), o.bytes.to_string(), o.path.clone()])
         .collect();
@@ -434,13 +471,16 @@ pub fn orphans(orphans: &[Orphan], deleted: bool, as_json: bool) {
         "{}",
         render_table(&strings(&["table", "bytes", "file"]), &rows)
     );
-    let total: u64 = orphans.iter().map(|o| o.bytes).sum();
+    let total: u64 = found.orphans.iter().map(|o| o.bytes).sum();
     let verb = if deleted {
         "deleted"
     } else {
         "unreferenced (run with --delete to remove)"
     };
-    println!("{} files, {total} bytes {verb}", orphans.len());
+    println!("{} files, {total} bytes {verb}", found.orphans.len());
+    for d in &found.damaged {
+        println!("skipped {} (cannot be read): {}", d.table, d.problem);
+    }
 }
 
 /// `pipeline query`: an aligned table, or JSON whose values keep their types.

@@ -103,7 +103,10 @@ pub async fn stage_snapshot(
     // The current snapshot's manifests: carried over, or rewritten with DELETED entries.
     let (mut deleted_rows, mut deleted_files, mut deleted_bytes) = (0u64, 0u64, 0u64);
     if let Some(current) = metadata.current_snapshot() {
-        let list = manifest_list(file_io, &metadata, current).await?;
+        let unreadable = |e| unreadable_snapshot(&table, current, e);
+        let list = manifest_list(file_io, &metadata, current)
+            .await
+            .map_err(unreadable)?;
         for manifest_file in list.entries() {
             if !manifest_file.has_added_files() && !manifest_file.has_existing_files() {
                 continue; // only DELETED entries: history, not content
@@ -123,7 +126,10 @@ pub async fn stage_snapshot(
                 manifests.push(manifest_file.clone());
                 continue;
             }
-            let manifest = manifest_file.load_manifest(file_io).await?;
+            let manifest = manifest_file
+                .load_manifest(file_io)
+                .await
+                .map_err(|e| unreadable(e.into()))?;
             let mut removed = Vec::new();
             let mut kept = Vec::new();
             for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
@@ -291,6 +297,31 @@ pub async fn stage_snapshot(
         files: staged_files,
         properties,
     })
+}
+
+/// The error for a table whose current snapshot cannot be read (its manifest list or a
+/// manifest is missing or damaged), with the way back: roll back the run that wrote it.
+fn unreadable_snapshot(
+    table: &crate::spec::TableName,
+    snapshot: &iceberg::spec::SnapshotRef,
+    cause: Error,
+) -> Error {
+    let id = snapshot.snapshot_id();
+    let how = match snapshot
+        .summary()
+        .additional_properties
+        .get(summary::RUN_ID)
+    {
+        Some(run) => format!(
+            "go back to its last readable snapshot with `pipeline rollback {run}` (the run that wrote it), then run again"
+        ),
+        None => format!(
+            "go back to its last readable snapshot (`pipeline history {table}` lists them), then run again"
+        ),
+    };
+    Error::Damaged(format!(
+        "table {table}: its current snapshot {id} cannot be read ({cause}); {how}"
+    ))
 }
 
 fn new_snapshot_id(metadata: &iceberg::spec::TableMetadata) -> i64 {

@@ -1,6 +1,9 @@
-//! Keeping tables healthy over months of runs, beside `run`: today the files no snapshot
-//! references ([`orphans`]).
+//! Keeping tables healthy over months of runs, beside `run`: whether every file a table
+//! needs is there ([`check`]), and the files no snapshot references ([`orphans`]).
 
+pub mod check;
 pub mod orphans;
 
-pub use orphans::{delete_orphans, find_orphans, Orphan};
+pub use check::{check, Problem, TableCheck};
+
+pub use orphans::{delete_orphans, find_orphans, DamagedTable, Orphan, Orphans};

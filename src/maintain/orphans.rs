@@ -15,6 +15,8 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 use crate::catalog::PipelineCatalog;
+use crate::commit::ledger::CHECKPOINT_KEY;
+use crate::commit::manifest_list;
 use crate::error::{Error, Result};
 
 /// One unreferenced file.
@@ -25,8 +27,25 @@ pub struct Orphan {
     pub bytes: u64,
 }
 
-/// Lists unreferenced files older than `min_age` under every table's folder.
-pub async fn find_orphans(catalog: &PipelineCatalog, min_age: Duration) -> Result<Vec<Orphan>> {
+/// A table `find_orphans` could not read, and why: nothing under it was listed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DamagedTable {
+    pub table: String,
+    pub problem: String,
+}
+
+/// What `find_orphans` found.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Orphans {
+    pub orphans: Vec<Orphan>,
+    /// Tables skipped because their metadata or manifests cannot be read.
+    pub damaged: Vec<DamagedTable>,
+}
+
+/// Lists unreferenced files older than `min_age` under every table's folder. A table that
+/// cannot be read is reported as damaged and skipped (none of its files is listed); the
+/// others are listed all the same.
+pub async fn find_orphans(catalog: &PipelineCatalog, min_age: Duration) -> Result<Orphans> {
     let now = SystemTime::now();
     let mut out = Vec::new();
     let old_enough = |path: &Path| -> Result<Option<u64>> {
@@ -71,34 +90,25 @@ pub async fn find_orphans(catalog: &PipelineCatalog, min_age: Duration) -> Resul
             }
         }
     }
+    let mut damaged = Vec::new();
     for name in tables {
-        let table = catalog.load_existing(&name).await?;
-        let metadata = table.metadata();
-        let file_io = table.file_io();
-        let mut referenced: HashSet<String> = HashSet::new();
-        referenced.insert(table.metadata_location_result()?.to_string());
-        for log in metadata.metadata_log() {
-            referenced.insert(log.metadata_file.clone());
-        }
-        if let Some(checkpoint) = metadata
-            .properties()
-            .get(crate::commit::ledger::CHECKPOINT_KEY)
-        {
-            referenced.insert(checkpoint.clone());
-        }
-        for snapshot in metadata.snapshots() {
-            referenced.insert(snapshot.manifest_list().to_string());
-            let list = crate::commit::manifest_list(file_io, metadata, snapshot).await?;
-            for manifest_file in list.entries() {
-                if !referenced.insert(manifest_file.manifest_path.clone()) {
-                    continue;
-                }
-                let manifest = manifest_file.load_manifest(file_io).await?;
-                for entry in manifest.entries() {
-                    referenced.insert(entry.file_path().to_string());
-                }
+        // A table whose metadata or manifests cannot be read: what it references is unknown,
+        // so nothing under it is listed (or deleted).
+        let read = match catalog.load_existing(&name).await {
+            Ok(table) => referenced_files(&table).await.map(|r| (table, r)),
+            Err(e) => Err(e),
+        };
+        let (table, referenced) = match read {
+            Ok(read) => read,
+            Err(e) => {
+                damaged.push(DamagedTable {
+                    table: name.to_string(),
+                    problem: e.to_string(),
+                });
+                continue;
             }
-        }
+        };
+        let metadata = table.metadata();
         let root = PathBuf::from(metadata.location());
         let mut files = Vec::new();
         walk(&root, &mut files)?;
@@ -117,7 +127,40 @@ pub async fn find_orphans(catalog: &PipelineCatalog, min_age: Duration) -> Resul
         }
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(out)
+    Ok(Orphans {
+        orphans: out,
+        damaged,
+    })
+}
+
+/// Every file the table's current metadata reaches: itself and the earlier metadata files in
+/// its log, the ledger checkpoint, and for every snapshot its manifest list, its manifests and
+/// every data file they list (DELETED entries included, since older snapshots still read them).
+async fn referenced_files(table: &iceberg::table::Table) -> Result<HashSet<String>> {
+    let metadata = table.metadata();
+    let file_io = table.file_io();
+    let mut referenced: HashSet<String> = HashSet::new();
+    referenced.insert(table.metadata_location_result()?.to_string());
+    for log in metadata.metadata_log() {
+        referenced.insert(log.metadata_file.clone());
+    }
+    if let Some(checkpoint) = metadata.properties().get(CHECKPOINT_KEY) {
+        referenced.insert(checkpoint.clone());
+    }
+    for snapshot in metadata.snapshots() {
+        referenced.insert(snapshot.manifest_list().to_string());
+        let list = manifest_list(file_io, metadata, snapshot).await?;
+        for manifest_file in list.entries() {
+            if !referenced.insert(manifest_file.manifest_path.clone()) {
+                continue;
+            }
+            let manifest = manifest_file.load_manifest(file_io).await?;
+            for entry in manifest.entries() {
+                referenced.insert(entry.file_path().to_string());
+            }
+        }
+    }
+    Ok(referenced)
 }
 
 /// Deletes the given orphans (as found by [`find_orphans`]).

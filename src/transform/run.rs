@@ -186,9 +186,11 @@ pub async fn run_transform(
     })
 }
 
+/// A failure while the query ran: a storage problem (a file missing or cut short, a full
+/// disk) said plainly, anything else as the SQL file's execution error.
 fn exec_error(job: &TransformJob, e: DataFusionError) -> Error {
-    Error::Execution {
+    Error::from_source(&e).unwrap_or_else(|| Error::Execution {
         file: job.sql_file.clone(),
         message: clean_message(&e),
-    }
+    })
 }

@@ -12,6 +12,7 @@ mod command_line;
 mod concurrency;
 mod conflicts;
 mod crash;
+mod damaged;
 mod exactly_once;
 mod expectations;
 mod full_refresh;
