@@ -97,6 +97,11 @@ pub enum Error {
     #[error("{0}")]
     Busy(String),
 
+    /// A command failed for a reason said in full (a scheduled run that timed out, ticks that
+    /// failed).
+    #[error("{0}")]
+    Failed(String),
+
     /// Tables or files of the catalog cannot be read (a metadata file cut short, a data file
     /// missing): what is damaged is named; the rest was done.
     #[error("{0}")]
@@ -169,6 +174,32 @@ fn storage_problem<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&
 }
 
 impl Error {
+    /// A failure that may pass by itself (another writer committed first, a catalog server
+    /// failed, the catalog database was busy): worth retrying. A problem in the spec, the SQL
+    /// or the data, a failed expectation, a damaged table or a refused write is not.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Conflict { .. } | Error::Catalog { .. } | Error::Sqlx(_) => true,
+            Error::Iceberg(e) => !matches!(
+                e.kind(),
+                iceberg::ErrorKind::DataInvalid
+                    | iceberg::ErrorKind::FeatureUnsupported
+                    | iceberg::ErrorKind::TableNotFound
+                    | iceberg::ErrorKind::NamespaceNotFound
+            ),
+            Error::Table { source, .. } => source.is_some(),
+            Error::Io { source, .. } => matches!(
+                source.kind(),
+                std::io::ErrorKind::Interrupted
+                    | std::io::ErrorKind::TimedOut
+                    | std::io::ErrorKind::WouldBlock
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+            ),
+            _ => false,
+        }
+    }
+
     /// `e` as the engine's error: a storage problem behind it (a full disk, a missing file)
     /// becomes [`Error::Storage`], said plainly.
     pub fn from_source(e: &(dyn std::error::Error + 'static)) -> Option<Error> {

@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! cli                          the command line: arguments, one printer per command, progress
+//! schedule                     when pipelines run by themselves (tick, daemon, status)
 //! run  inspect  maintain       one run end to end; read-only views; table upkeep
 //! plan                         what a run WILL do: job graph, validation, scope, backfill, impact
 //! quality                      audits on staged snapshots
@@ -34,6 +35,7 @@ pub mod output;
 pub mod plan;
 pub mod quality;
 pub mod run;
+pub mod schedule;
 pub mod secrets;
 pub mod spec;
 pub mod transform;

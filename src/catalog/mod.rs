@@ -27,7 +27,7 @@ pub use control::{control_name, control_table, run_records, CONTROL_NAMESPACE, C
 pub use local_fs::LocalStorageFactory;
 pub use open::open_project_catalog;
 pub use receipt::Invocation;
-pub use record::{new_run_id, QualityResult, RunKind, RunRecord, TableRecord};
+pub use record::{new_run_id, tick_key, QualityResult, RunKind, RunRecord, TableRecord};
 pub use remote::{
     Committed, Current, MultiTableCommit, RemoteCatalog, Swap, TableMove, TablePointers,
 };

@@ -78,6 +78,14 @@ pub struct RunRecord {
     /// The exact command that undoes this run.
     #[serde(default)]
     pub undo: String,
+    /// The scheduled tick this run served (`pipeline schedule`), RFC 3339 in UTC: the key that
+    /// makes a tick run at most once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick: Option<String>,
+    /// Why a scheduled run failed for good (after its retries): recorded with no tables, so
+    /// the tick counts as served and `pipeline runs` shows the failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     pub tables: Vec<TableRecord>,
 }
 
@@ -124,8 +132,24 @@ impl RunRecord {
             undo: invocation.undo_command(run_id, pipeline),
             invocation: invocation.clone(),
             quality: Vec::new(),
+            tick: None,
+            error: None,
             tables: Vec::new(),
         }
+    }
+
+    /// This record as the run that served scheduled tick `tick`.
+    pub fn serving(mut self, tick: DateTime<Utc>) -> RunRecord {
+        self.tick = Some(tick_key(tick));
+        self
+    }
+
+    /// This record as a scheduled run that failed for good with `error` (no tables).
+    pub fn failed(mut self, error: &str) -> RunRecord {
+        self.error = Some(error.to_string());
+        self.tables.clear();
+        self.undo.clear();
+        self
     }
 
     /// This record as the undo of run `run_id`.
@@ -174,6 +198,11 @@ impl RunRecord {
             Some(self.undo.clone())
         }
     }
+}
+
+/// A scheduled tick as run records key it: RFC 3339 in UTC, seconds.
+pub fn tick_key(tick: DateTime<Utc>) -> String {
+    tick.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 /// An instant as run records write it: RFC 3339 in UTC, milliseconds.

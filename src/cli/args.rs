@@ -201,6 +201,22 @@ pub enum Command {
         #[arg(long)]
         pipeline: Option<String>,
     },
+    /// Run pipelines on their `[schedule]`: serve what is due now (`tick`), run as a scheduler
+    /// (`run`), or show where each schedule stands (`status`).
+    ///
+    /// A tick runs at most once, whatever happens (two schedulers, a restart mid-run, `tick`
+    /// from cron next to `run`): the run record holds the tick it served. A tick whose run
+    /// failed for good (after the schedule's retries) is recorded as failed.
+    /// Examples:
+    ///   pipeline schedule tick                 from system cron, e.g. every 5 minutes
+    ///   pipeline schedule run                  a foreground scheduler (SIGTERM: finish, exit)
+    ///   pipeline schedule status retail
+    ///   pipeline schedule tick --now 2026-03-01T02:05:00Z   as if it were that time
+    #[command(verbatim_doc_comment)]
+    Schedule {
+        #[command(subcommand)]
+        action: ScheduleAction,
+    },
     /// Check that the lake is intact: every table's metadata reads, and every file its current
     /// snapshot needs (manifest list, manifests, data files) exists with the recorded size.
     ///
@@ -257,5 +273,36 @@ pub enum Command {
         as_of: Option<i64>,
         #[arg(long)]
         pipeline: Option<String>,
+    },
+}
+
+/// What `pipeline schedule` does.
+#[derive(Subcommand)]
+pub enum ScheduleAction {
+    /// Serve every tick due now (at most one per pipeline), then exit.
+    Tick {
+        /// Pipelines (default: every pipeline of the project with a [schedule]).
+        pipelines: Vec<String>,
+        /// Take this as the time now (RFC 3339, e.g. 2026-03-01T02:05:00Z): tests and replays.
+        #[arg(long, value_name = "TIME")]
+        now: Option<String>,
+    },
+    /// A foreground scheduler: serve each tick when it comes, until SIGTERM or SIGINT (a run in
+    /// progress finishes first).
+    Run {
+        /// Pipelines (default: every pipeline of the project with a [schedule]).
+        pipelines: Vec<String>,
+        /// Start the scheduler's clock at this time (RFC 3339); it runs on from there.
+        #[arg(long, value_name = "TIME")]
+        now: Option<String>,
+    },
+    /// Per pipeline: last tick and its result, the tick due, missed ticks, next ticks (local
+    /// time and UTC), and who holds the lock.
+    Status {
+        /// Pipelines (default: every pipeline of the project with a [schedule]).
+        pipelines: Vec<String>,
+        /// Take this as the time now (RFC 3339).
+        #[arg(long, value_name = "TIME")]
+        now: Option<String>,
     },
 }

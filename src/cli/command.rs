@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::args::{Cli, Command};
 use super::print;
 use super::progress::Progress;
+use super::schedule;
 use crate::catalog::{open_project_catalog, Invocation, PipelineCatalog};
 use crate::error::{Error, Result};
 use crate::plan::{lineage_of, plan_backfill, plan_changes, validate, Backfill};
@@ -150,6 +151,9 @@ pub async fn execute(cli: Cli) -> Result<()> {
             let observer = Arc::new(Progress::stderr());
             let record = rollback(&catalog, run_id, &invocation(reason), observer).await?;
             print::record(&record, cli.json);
+        }
+        Command::Schedule { action } => {
+            return schedule::execute(&project, catalog_name, action, cli.json).await
         }
         Command::Check { table, pipeline } => {
             let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;

@@ -9,6 +9,7 @@ pub mod args;
 pub mod command;
 pub mod print;
 pub mod progress;
+pub mod schedule;
 
 use std::process::ExitCode;
 

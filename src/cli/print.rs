@@ -111,6 +111,12 @@ pub fn record(run: &RunRecord, as_json: bool) {
     if let Some(id) = &run.rolls_back {
         println!("rolls back:   {id}");
     }
+    if let Some(tick) = &run.tick {
+        println!("tick:         {tick} (scheduled)");
+    }
+    if let Some(error) = &run.error {
+        println!("FAILED:       {error}");
+    }
     println!("started at:   {}", run.started_at);
     println!("published at: {}", run.finished_at);
     if !run.invocation.user.is_empty() {
@@ -171,9 +177,11 @@ pub fn runs(runs: &[RunRecord], as_json: bool) {
             vec![
                 r.run_id.clone(),
                 r.pipeline.clone(),
-                match &r.rolls_back {
-                    Some(id) => format!("rollback of {id}"),
-                    None => r.kind.to_string(),
+                match (&r.rolls_back, &r.error, &r.tick) {
+                    (Some(id), _, _) => format!("rollback of {id}"),
+                    (None, Some(_), _) => format!("{} FAILED (scheduled)", r.kind),
+                    (None, None, Some(_)) => format!("{} (scheduled)", r.kind),
+                    (None, None, None) => r.kind.to_string(),
                 },
                 r.finished_at.clone(),
                 r.invocation.user.clone(),

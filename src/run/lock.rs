@@ -50,7 +50,7 @@ pub fn acquire(
         match file.try_lock() {
             Ok(()) => break,
             Err(TryLockError::WouldBlock) => {
-                let holder = holder(&mut file);
+                let holder = holder_of(&mut file);
                 match wait.0 {
                     Some(limit) if started.elapsed() < limit => {
                         if let Some(f) = on_wait.take() {
@@ -90,7 +90,24 @@ pub fn acquire(
     })
 }
 
-fn holder(file: &mut File) -> String {
+/// Who holds the run lock of `pipeline` for the catalog at `database` right now (`pid N since
+/// TIME`), or `None` when no run of it is in progress.
+pub fn holder(database: &Path, pipeline: &str) -> Result<Option<String>> {
+    let path = lock_path(database, pipeline);
+    let mut file = match OpenOptions::new().read(true).open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    // A shared lock is granted only while nobody holds the run lock; it is dropped at once.
+    match file.try_lock_shared() {
+        Ok(()) => Ok(None),
+        Err(TryLockError::WouldBlock) => Ok(Some(holder_of(&mut file))),
+        Err(TryLockError::Error(e)) => Err(Error::io(&path, e)),
+    }
+}
+
+fn holder_of(file: &mut File) -> String {
     let mut text = String::new();
     let _ = file.seek(SeekFrom::Start(0));
     let _ = file.read_to_string(&mut text);

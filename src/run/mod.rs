@@ -8,6 +8,7 @@
 
 mod audit;
 mod execute;
+mod failed;
 mod lock;
 mod open;
 mod options;
@@ -16,8 +17,9 @@ mod report;
 mod rollback;
 mod transform_job;
 
-pub use lock::{lock_path, LockWait};
+pub use failed::record_failure;
+pub use lock::{holder, lock_path, LockWait};
 pub use options::RunOptions;
-pub use pipeline::run_pipeline;
+pub use pipeline::{run_pipeline, run_tick, Served};
 pub use report::{JobAction, JobReport, Observer, RunReport, Silent};
 pub use rollback::rollback;

@@ -1,6 +1,8 @@
 //! How a run is asked to run: waiting for the pipeline's lock, what to recompute, and who
 //! asks and why.
 
+use chrono::{DateTime, Utc};
+
 use super::lock::LockWait;
 use crate::catalog::Invocation;
 use crate::plan::Backfill;
@@ -20,6 +22,10 @@ pub struct RunOptions {
     pub backfill: Option<Backfill>,
     /// Who runs it and why, for the run record.
     pub invocation: Invocation,
+    /// The scheduled tick the run serves (`pipeline schedule`): recorded, and run at most once.
+    pub tick: Option<DateTime<Utc>>,
+    /// The run's id, when the caller chose it (default: from the start time).
+    pub run_id: Option<String>,
 }
 
 impl RunOptions {
@@ -31,6 +37,8 @@ impl RunOptions {
             reload_changed: false,
             backfill: None,
             invocation: Invocation::current(None, None),
+            tick: None,
+            run_id: None,
         }
     }
 }

@@ -23,12 +23,21 @@ use super::execute::execute;
 use super::open::{open, Opened};
 use super::options::RunOptions;
 use super::report::{Observer, RunReport};
-use crate::catalog::{new_run_id, RunKind, RunRecord};
+use crate::catalog::{new_run_id, tick_key, RunKind, RunRecord};
 use crate::commit::publish::publish_with_retry;
 use crate::commit::JobContext;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fault::pause_point;
 use crate::spec::Pipeline;
+
+/// What a run for a scheduled tick did.
+#[derive(Debug)]
+pub enum Served {
+    /// The run ran and published (or recorded a no-op).
+    Ran(Box<RunReport>),
+    /// A run record already holds the tick: it was served before, by run `run_id`.
+    AlreadyServed { run_id: String },
+}
 
 /// Runs the whole pipeline and publishes its tables atomically.
 ///
@@ -39,12 +48,59 @@ pub async fn run_pipeline(
     observer: Arc<dyn Observer>,
     options: RunOptions,
 ) -> Result<RunReport> {
+    match run(pipeline, observer, options).await? {
+        Served::Ran(report) => Ok(*report),
+        Served::AlreadyServed { run_id } => Err(Error::Usage(format!(
+            "this tick was already served by run {run_id}"
+        ))),
+    }
+}
+
+/// Runs the pipeline for a scheduled tick (`options.tick`), at most once: under the pipeline's
+/// lock, a tick that a run record already holds is not run again. The run's record holds the
+/// tick, in the same commit as its tables.
+pub async fn run_tick(
+    pipeline: &Pipeline,
+    observer: Arc<dyn Observer>,
+    options: RunOptions,
+) -> Result<Served> {
+    run(pipeline, observer, options).await
+}
+
+/// The run of a tick, if a record of `pipeline` holds it.
+pub(super) async fn served_by(
+    catalog: &crate::catalog::PipelineCatalog,
+    pipeline: &str,
+    tick: chrono::DateTime<Utc>,
+) -> Result<Option<String>> {
+    let key = tick_key(tick);
+    Ok(catalog
+        .runs()
+        .await?
+        .into_iter()
+        .find(|r| r.pipeline == pipeline && r.tick.as_deref() == Some(key.as_str()))
+        .map(|r| r.run_id))
+}
+
+async fn run(
+    pipeline: &Pipeline,
+    observer: Arc<dyn Observer>,
+    options: RunOptions,
+) -> Result<Served> {
     let clock = Instant::now();
     let Opened { validated, lock } = open(pipeline, options.wait, observer.clone()).await?;
+    if let Some(tick) = options.tick {
+        if let Some(run_id) = served_by(&validated.catalog, &pipeline.name, tick).await? {
+            return Ok(Served::AlreadyServed { run_id });
+        }
+    }
 
     let started = Instant::now();
     let started_at = Utc::now();
-    let run_id = new_run_id(started_at);
+    let run_id = options
+        .run_id
+        .clone()
+        .unwrap_or_else(|| new_run_id(started_at));
     let ctx = Arc::new(JobContext {
         catalog: validated.catalog.clone(),
         project_dir: pipeline.project_dir.clone(),
@@ -86,7 +142,7 @@ pub async fn run_pipeline(
         Some(_) => RunKind::Backfill,
         None => RunKind::Run,
     };
-    let record = RunRecord::new(
+    let mut record = RunRecord::new(
         &run_id,
         kind,
         &pipeline.name,
@@ -94,6 +150,9 @@ pub async fn run_pipeline(
         &options.invocation,
     )
     .with_quality(quality.clone());
+    if let Some(tick) = options.tick {
+        record = record.serving(tick);
+    }
     publish_with_retry(
         &validated.catalog,
         executed.staged,
@@ -105,7 +164,7 @@ pub async fn run_pipeline(
     tracing::debug!(ms = clock.elapsed().as_millis() as u64, "published");
     drop(lock);
 
-    Ok(RunReport {
+    Ok(Served::Ran(Box::new(RunReport {
         run_id,
         pipeline: pipeline.name.clone(),
         started_at: started_at.to_rfc3339_opts(SecondsFormat::Secs, true),
@@ -114,5 +173,5 @@ pub async fn run_pipeline(
         tables,
         jobs: executed.reports,
         quality,
-    })
+    })))
 }

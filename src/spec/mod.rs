@@ -14,6 +14,7 @@ mod load;
 mod partition;
 mod pipeline;
 mod reader;
+mod schedule;
 mod sql;
 mod table;
 mod transform;
@@ -37,6 +38,7 @@ pub use load::{
 pub use partition::{Grain, PartitionField};
 pub use pipeline::{Pipeline, DEFAULT_TARGET_FILE_SIZE};
 pub use reader::{Reader, ReaderUses};
+pub use schedule::{Catchup, Schedule};
 pub use sql::{is_identifier, quote_ident};
 pub use table::{Origin, TableName};
 pub use transform::{RangeInput, TransformJob, TransformMode, DROP_QUARANTINE_COLUMNS};

@@ -6,6 +6,7 @@ use super::catalog::CatalogConfig;
 use super::expect::Expectation;
 use super::ingest::IngestJob;
 use super::reader::Reader;
+use super::schedule::Schedule;
 use super::transform::TransformJob;
 
 /// A validated pipeline.
@@ -30,6 +31,8 @@ pub struct Pipeline {
     /// `[retention] max_snapshots`: each table the pipeline writes keeps about this many
     /// snapshots of history (older ones are expired at commit); `None` keeps all.
     pub max_snapshots: Option<usize>,
+    /// `[schedule]`: when the pipeline runs by itself.
+    pub schedule: Option<Schedule>,
 }
 
 impl Pipeline {

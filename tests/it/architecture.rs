@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["quality"],
     &["plan"],
     &["run", "inspect", "maintain"],
+    &["schedule"],
     &["cli"],
 ];
 

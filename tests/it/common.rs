@@ -289,6 +289,14 @@ impl Project {
 }
 
 impl Paused {
+    /// Sends SIGTERM to the paused process (it goes on to the end of its pause).
+    pub fn terminate(&self) {
+        // SAFETY: sends a signal to a child process this test started and has not reaped.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+    }
+
     /// Kills the paused process with SIGKILL.
     pub fn kill(mut self) {
         self.child.kill().unwrap();

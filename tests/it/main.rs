@@ -27,6 +27,7 @@ mod remote_catalogs;
 mod retail_pipeline;
 mod retention;
 mod run_records;
+mod schedule;
 mod schema_evolution;
 mod spec_errors;
 mod window_functions;

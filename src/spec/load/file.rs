@@ -10,6 +10,7 @@ use super::ingest::ingest_job;
 use super::position::{display_path_in, Positions};
 use super::raw::RawSpec;
 use super::reader::reader;
+use super::schedule::schedule;
 use super::transform::transform_job;
 use crate::error::{Error, Result};
 use crate::spec::catalog::CatalogConfig;
@@ -125,7 +126,13 @@ pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
         }
         Some(n) => Some(*n.get_ref() as usize),
     };
+    let schedule = raw
+        .schedule
+        .as_ref()
+        .map(|s| schedule(&at, s))
+        .transpose()?;
     Ok(Pipeline {
+        schedule,
         max_snapshots,
         name: raw.pipeline.name.get_ref().clone(),
         description: raw.pipeline.description.clone(),

@@ -11,6 +11,7 @@ mod position;
 mod project;
 mod raw;
 mod reader;
+mod schedule;
 mod transform;
 
 pub use file::load_pipeline_file;

@@ -21,6 +21,19 @@ pub(super) struct RawSpec {
     #[serde(default)]
     pub transform: Vec<RawTransform>,
     pub retention: Option<RawRetention>,
+    pub schedule: Option<RawSchedule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSchedule {
+    pub cron: Spanned<String>,
+    pub timezone: Option<Spanned<String>>,
+    pub catchup: Option<Spanned<String>>,
+    pub retries: Option<Spanned<u32>>,
+    pub retry_delay: Option<Spanned<String>>,
+    pub timeout: Option<Spanned<String>>,
+    pub on_failure: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Deserialize)]

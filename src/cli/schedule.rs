@@ -1,0 +1,229 @@
+//! `pipeline schedule tick | run | status`: which pipelines, which clock, and what to print.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::args::ScheduleAction;
+use super::progress::Progress;
+use crate::error::{Error, Result};
+use crate::output::render_table;
+use crate::schedule::{run_daemon, serve, status, Clock, TickObserver, TickReport, TickResult};
+use crate::spec::{list_pipelines, load_with_catalog, Pipeline};
+
+/// Runs one `pipeline schedule` action.
+pub async fn execute(
+    project: &Path,
+    catalog: Option<&str>,
+    action: &ScheduleAction,
+    as_json: bool,
+) -> Result<()> {
+    let (names, now) = match action {
+        ScheduleAction::Tick { pipelines, now }
+        | ScheduleAction::Run { pipelines, now }
+        | ScheduleAction::Status { pipelines, now } => (pipelines, now),
+    };
+    let clock = match now {
+        Some(t) => Clock::starting_at(t)?,
+        None => Clock::wall(),
+    };
+    let specs = scheduled(project, names, catalog)?;
+    match action {
+        ScheduleAction::Tick { .. } => {
+            let mut reports = Vec::new();
+            for spec in &specs {
+                reports.push(serve(spec, clock.now(), Arc::new(Progress::stderr())).await?);
+            }
+            print_ticks(&reports, as_json);
+            let failed: Vec<&str> = reports
+                .iter()
+                .filter(|r| matches!(r.result, TickResult::Failed { .. }))
+                .map(|r| r.pipeline.as_str())
+                .collect();
+            if !failed.is_empty() {
+                return Err(Error::Failed(format!(
+                    "scheduled run(s) failed: {} (recorded; `pipeline runs` shows the error)",
+                    failed.join(", ")
+                )));
+            }
+            Ok(())
+        }
+        ScheduleAction::Run { .. } => {
+            let names = specs.iter().map(|s| s.name.clone()).collect();
+            eprintln!(
+                "  scheduler for {} (SIGTERM or Ctrl-C: finish the run in progress, then stop)",
+                specs
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            run_daemon(
+                project,
+                names,
+                catalog.map(str::to_string),
+                clock,
+                Arc::new(Progress::stderr()),
+                Arc::new(PrintTicks { as_json }),
+            )
+            .await
+        }
+        ScheduleAction::Status { .. } => {
+            let mut all = Vec::new();
+            for spec in &specs {
+                all.push(status(spec, clock.now()).await?);
+            }
+            if as_json {
+                println!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
+                return Ok(());
+            }
+            for s in &all {
+                println!(
+                    "{} ({}, {}, catchup {})",
+                    s.pipeline, s.cron, s.timezone, s.catchup
+                );
+                match &s.last {
+                    Some(l) => println!(
+                        "  last tick:  {} -> {} by run {} at {}{}",
+                        l.tick,
+                        l.result,
+                        l.run_id,
+                        l.finished_at,
+                        l.error
+                            .as_ref()
+                            .map(|e| format!(": {e}"))
+                            .unwrap_or_default()
+                    ),
+                    None => println!("  last tick:  (none served yet)"),
+                }
+                println!("  due now:    {}", s.due.as_deref().unwrap_or("(nothing)"));
+                if !s.missed.is_empty() {
+                    println!("  missed:     {} ({})", s.missed.len(), s.missed.join(", "));
+                }
+                for (i, t) in s.next.iter().enumerate() {
+                    let label = if i == 0 {
+                        "next ticks: "
+                    } else {
+                        "            "
+                    };
+                    println!("  {label}{} (UTC {})", t.local, t.utc);
+                }
+                println!(
+                    "  lock:       {}",
+                    s.lock_holder
+                        .as_deref()
+                        .unwrap_or("free (no run in progress)")
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The pipelines named (default: every pipeline of the project with a `[schedule]`), loaded.
+fn scheduled(project: &Path, names: &[String], catalog: Option<&str>) -> Result<Vec<Pipeline>> {
+    if !names.is_empty() {
+        return names
+            .iter()
+            .map(|n| load_with_catalog(project, n, catalog))
+            .collect();
+    }
+    let mut specs = Vec::new();
+    for name in list_pipelines(project) {
+        let spec = load_with_catalog(project, &name, catalog)?;
+        if spec.schedule.is_some() {
+            specs.push(spec);
+        }
+    }
+    if specs.is_empty() {
+        return Err(Error::Usage(format!(
+            "no pipeline in {}/pipelines has a [schedule] (e.g. `[schedule]` with `cron = \"0 2 * * *\"`)",
+            project.display()
+        )));
+    }
+    Ok(specs)
+}
+
+fn line(report: &TickReport) -> Vec<String> {
+    let (tick, what) = match &report.result {
+        TickResult::NotDue { next } => (
+            String::new(),
+            format!("not due (next tick {})", next.as_deref().unwrap_or("none")),
+        ),
+        TickResult::Ran {
+            tick,
+            run_id,
+            tables,
+            attempts,
+        } => (
+            tick.clone(),
+            format!(
+                "ran: run {run_id}, {tables} tables published{}",
+                if *attempts > 1 {
+                    format!(" (attempt {attempts})")
+                } else {
+                    String::new()
+                }
+            ),
+        ),
+        TickResult::AlreadyServed { tick, run_id } => {
+            (tick.clone(), format!("already served by run {run_id}"))
+        }
+        TickResult::Busy { tick, holder } => (
+            tick.clone(),
+            format!("left for later: another run holds the lock ({holder})"),
+        ),
+        TickResult::Failed {
+            tick,
+            run_id,
+            error,
+            attempts,
+        } => (
+            tick.clone(),
+            format!("FAILED after {attempts} attempt(s), recorded as run {run_id}: {error}"),
+        ),
+    };
+    let missed = if report.missed.is_empty() {
+        String::new()
+    } else {
+        format!("{} missed", report.missed.len())
+    };
+    vec![report.pipeline.clone(), tick, what, missed]
+}
+
+fn print_ticks(reports: &[TickReport], as_json: bool) {
+    if as_json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(reports).unwrap_or_default()
+        );
+        return;
+    }
+    let rows: Vec<Vec<String>> = reports.iter().map(line).collect();
+    let header: Vec<String> = ["pipeline", "tick", "result", "missed"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    print!("{}", render_table(&header, &rows));
+}
+
+/// The daemon's report of each tick: a line on stdout (JSON with `--json`).
+struct PrintTicks {
+    as_json: bool,
+}
+
+impl TickObserver for PrintTicks {
+    fn served(&self, report: &TickReport) {
+        if matches!(report.result, TickResult::NotDue { .. }) && report.missed.is_empty() {
+            return;
+        }
+        if self.as_json {
+            println!("{}", serde_json::to_string(report).unwrap_or_default());
+        } else {
+            println!("{}", line(report).join("  ").trim_end());
+        }
+    }
+
+    fn failed_to_serve(&self, pipeline: &str, error: &Error) {
+        eprintln!("  schedule  {pipeline}: {error} (trying again shortly)");
+    }
+}

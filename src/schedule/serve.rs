@@ -1,0 +1,210 @@
+//! Serving a pipeline's due tick: the run (at most once per tick: the tick is its record's
+//! key), with the schedule's timeout and its retries for transient failures; a tick that fails
+//! for good is recorded as failed and its `on_failure` command run.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::ticks::{due, next};
+use crate::catalog::{new_run_id, tick_key, Invocation, PipelineCatalog};
+use crate::error::{Error, Result};
+use crate::run::{record_failure, run_tick, LockWait, Observer, RunOptions, Served};
+use crate::spec::{Pipeline, Schedule};
+
+/// How long the `on_failure` command may take.
+const ON_FAILURE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// What serving one pipeline's schedule did.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum TickResult {
+    /// No tick is due; the next one.
+    NotDue { next: Option<String> },
+    /// The tick's run published (or recorded a no-op).
+    Ran {
+        tick: String,
+        run_id: String,
+        tables: usize,
+        attempts: u32,
+    },
+    /// A run record already holds the tick (another scheduler served it).
+    AlreadyServed { tick: String, run_id: String },
+    /// Another run of the pipeline holds its lock: the tick is left for a later call.
+    Busy { tick: String, holder: String },
+    /// The tick's run failed for good; the failure is recorded under `run_id`.
+    Failed {
+        tick: String,
+        run_id: String,
+        error: String,
+        attempts: u32,
+    },
+}
+
+/// One pipeline's schedule served at a moment.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TickReport {
+    pub pipeline: String,
+    #[serde(flatten)]
+    pub result: TickResult,
+    /// Ticks that passed unserved and will not be run.
+    pub missed: Vec<String>,
+}
+
+/// The pipeline's schedule, or an error saying it has none.
+pub fn schedule_of(pipeline: &Pipeline) -> Result<&Schedule> {
+    pipeline.schedule.as_ref().ok_or_else(|| {
+        Error::Usage(format!(
+            "pipeline `{}` has no [schedule] (add e.g. `[schedule]\\ncron = \"0 2 * * *\"` to {})",
+            pipeline.name,
+            pipeline.file.display()
+        ))
+    })
+}
+
+/// The latest tick a run record of `pipeline` holds.
+pub async fn last_served(
+    catalog: &PipelineCatalog,
+    pipeline: &str,
+) -> Result<Option<DateTime<Utc>>> {
+    Ok(catalog
+        .runs()
+        .await?
+        .iter()
+        .filter(|r| r.pipeline == pipeline)
+        .filter_map(|r| r.tick.as_deref())
+        .filter_map(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
+        .max())
+}
+
+/// Serves `pipeline`'s schedule at `now`: runs the due tick, if any, at most once.
+pub async fn serve(
+    pipeline: &Pipeline,
+    now: DateTime<Utc>,
+    observer: Arc<dyn Observer>,
+) -> Result<TickReport> {
+    let schedule = schedule_of(pipeline)?;
+    let catalog = PipelineCatalog::connect(&pipeline.catalog).await?;
+    let served = last_served(&catalog, &pipeline.name).await?;
+    drop(catalog);
+    let due = due(schedule, now, served);
+    let missed = due.missed.iter().map(|t| tick_key(*t)).collect();
+    let Some(tick) = due.tick else {
+        return Ok(TickReport {
+            pipeline: pipeline.name.clone(),
+            result: TickResult::NotDue {
+                next: next(schedule, now, 1).first().map(|t| tick_key(*t)),
+            },
+            missed,
+        });
+    };
+    let result = run_with_retries(pipeline, schedule, tick, observer).await?;
+    Ok(TickReport {
+        pipeline: pipeline.name.clone(),
+        result,
+        missed,
+    })
+}
+
+async fn run_with_retries(
+    pipeline: &Pipeline,
+    schedule: &Schedule,
+    tick: DateTime<Utc>,
+    observer: Arc<dyn Observer>,
+) -> Result<TickResult> {
+    let key = tick_key(tick);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let started = Utc::now();
+        let run_id = new_run_id(started);
+        let mut options = RunOptions::new(LockWait(None));
+        options.tick = Some(tick);
+        options.run_id = Some(run_id.clone());
+        options.invocation = Invocation::current(Some(format!("scheduled tick {key}")), None);
+        let run = run_tick(pipeline, observer.clone(), options.clone());
+        let outcome = match schedule.timeout {
+            Some(limit) => match tokio::time::timeout(limit, run).await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(Error::Failed(format!(
+                    "the run took longer than the schedule's timeout ({}s) and was stopped; nothing of it was published",
+                    limit.as_secs()
+                ))),
+            },
+            None => run.await,
+        };
+        let error = match outcome {
+            Ok(Served::Ran(report)) => {
+                return Ok(TickResult::Ran {
+                    tick: key,
+                    run_id: report.run_id,
+                    tables: report.tables.len(),
+                    attempts: attempt,
+                })
+            }
+            Ok(Served::AlreadyServed { run_id }) => {
+                return Ok(TickResult::AlreadyServed { tick: key, run_id })
+            }
+            Err(Error::Busy(holder)) => return Ok(TickResult::Busy { tick: key, holder }),
+            Err(e) => e,
+        };
+        if error.is_transient() && attempt <= schedule.retries {
+            tracing::warn!(
+                pipeline = %pipeline.name,
+                tick = %key,
+                attempt,
+                "transient failure, retrying in {}s: {error}",
+                schedule.retry_delay.as_secs()
+            );
+            tokio::time::sleep(schedule.retry_delay).await;
+            continue;
+        }
+        let message = error.to_string();
+        record_failure(pipeline, observer, &options, &run_id, started, &message).await?;
+        on_failure(pipeline, schedule, &run_id, &key, &message).await;
+        return Ok(TickResult::Failed {
+            tick: key,
+            run_id,
+            error: message,
+            attempts: attempt,
+        });
+    }
+}
+
+/// Runs the schedule's `on_failure` command (in the project folder) with the run, tick and
+/// error in its environment. Its own failure is logged, never fatal.
+async fn on_failure(
+    pipeline: &Pipeline,
+    schedule: &Schedule,
+    run_id: &str,
+    tick: &str,
+    error: &str,
+) {
+    let Some((program, args)) = schedule.on_failure.split_first() else {
+        return;
+    };
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .current_dir(&pipeline.project_dir)
+        .env("PIPELINE_NAME", &pipeline.name)
+        .env("PIPELINE_RUN_ID", run_id)
+        .env("PIPELINE_TICK", tick)
+        .env("PIPELINE_ERROR", crate::secrets::redact(error).as_ref())
+        .kill_on_drop(true);
+    match tokio::time::timeout(ON_FAILURE_TIMEOUT, command.status()).await {
+        Ok(Ok(status)) if status.success() => {}
+        Ok(Ok(status)) => {
+            tracing::warn!(pipeline = %pipeline.name, "on_failure command {program} exited with {status}")
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(pipeline = %pipeline.name, "on_failure command {program} could not start: {e}")
+        }
+        Err(_) => {
+            tracing::warn!(pipeline = %pipeline.name, "on_failure command {program} took longer than {}s; stopped", ON_FAILURE_TIMEOUT.as_secs())
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! `pipeline schedule status`: per pipeline, the last tick served and how it went, the tick due
+//! now, the ticks missed, the next ticks (in the schedule's time zone and in UTC), and who
+//! holds the pipeline's run lock.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::serve::{last_served, schedule_of};
+use super::ticks::{due, next};
+use crate::catalog::{tick_key, PipelineCatalog};
+use crate::error::Result;
+use crate::run::holder;
+use crate::spec::Pipeline;
+
+/// How many next ticks status shows.
+const NEXT: usize = 3;
+
+/// One tick, in UTC and in the schedule's time zone.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TickTime {
+    pub utc: String,
+    pub local: String,
+}
+
+/// The last tick served, from its run record.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LastTick {
+    pub tick: String,
+    pub run_id: String,
+    /// `published`, `no-op` (nothing to do) or `failed`.
+    pub result: String,
+    pub tables: usize,
+    pub error: Option<String>,
+    pub finished_at: String,
+}
+
+/// One pipeline's schedule as it stands.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ScheduleStatus {
+    pub pipeline: String,
+    pub cron: String,
+    pub timezone: String,
+    pub catchup: String,
+    pub last: Option<LastTick>,
+    /// The tick a `schedule tick` now would run.
+    pub due: Option<String>,
+    /// Ticks that passed unserved and will not be run.
+    pub missed: Vec<String>,
+    pub next: Vec<TickTime>,
+    /// The run holding the pipeline's lock (`pid N since TIME`), if one is in progress.
+    pub lock_holder: Option<String>,
+}
+
+/// The status of `pipeline`'s schedule at `now`.
+pub async fn status(pipeline: &Pipeline, now: DateTime<Utc>) -> Result<ScheduleStatus> {
+    let schedule = schedule_of(pipeline)?;
+    let catalog = PipelineCatalog::connect(&pipeline.catalog).await?;
+    let served = last_served(&catalog, &pipeline.name).await?;
+    let last = match served {
+        None => None,
+        Some(tick) => {
+            let key = tick_key(tick);
+            catalog
+                .runs()
+                .await?
+                .into_iter()
+                .find(|r| r.pipeline == pipeline.name && r.tick.as_deref() == Some(key.as_str()))
+                .map(|r| LastTick {
+                    tick: key,
+                    result: match (&r.error, r.tables.is_empty()) {
+                        (Some(_), _) => "failed",
+                        (None, true) => "no-op",
+                        (None, false) => "published",
+                    }
+                    .into(),
+                    tables: r.tables.len(),
+                    error: r.error.clone(),
+                    finished_at: r.finished_at.clone(),
+                    run_id: r.run_id,
+                })
+        }
+    };
+    let due = due(schedule, now, served);
+    let tz = schedule.timezone;
+    Ok(ScheduleStatus {
+        pipeline: pipeline.name.clone(),
+        cron: schedule.cron_text.clone(),
+        timezone: tz.name().to_string(),
+        catchup: schedule.catchup.name().into(),
+        last,
+        due: due.tick.map(tick_key),
+        missed: due.missed.iter().map(|t| tick_key(*t)).collect(),
+        next: next(schedule, now, NEXT)
+            .into_iter()
+            .map(|t| TickTime {
+                utc: tick_key(t),
+                local: t.with_timezone(&tz).to_rfc3339(),
+            })
+            .collect(),
+        lock_holder: holder(&catalog.lock_anchor()?, &pipeline.name)?,
+    })
+}
