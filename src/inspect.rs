@@ -10,11 +10,11 @@ use iceberg_datafusion::IcebergStaticTableProvider;
 use serde::Serialize;
 
 use crate::catalog::PipelineCatalog;
-use crate::commit::manifest_list;
 use crate::commit::summary::{self, number, total_records};
+use crate::commit::{manifest_list, partition_label};
 use crate::engine::{clean_message, new_session, register_table, CountedTable};
 use crate::error::{Error, Result};
-use crate::spec::{Grain, TableName};
+use crate::spec::TableName;
 
 /// One column of a table's current schema.
 #[derive(Debug, Serialize)]
@@ -329,14 +329,7 @@ pub async fn files(
             let file = e.data_file();
             let partition = spec
                 .as_ref()
-                .map(|spec| {
-                    spec.fields()
-                        .iter()
-                        .zip(file.partition().iter())
-                        .map(|(f, v)| format!("{}={}", f.name, partition_value(f.transform, v)))
-                        .collect::<Vec<_>>()
-                        .join("/")
-                })
+                .map(|spec| partition_label(spec, file.partition()))
                 .unwrap_or_default();
             out.push(FileInfo {
                 path: file.file_path().to_string(),
@@ -349,23 +342,4 @@ pub async fn files(
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
-}
-
-fn partition_value(
-    transform: iceberg::spec::Transform,
-    v: Option<&iceberg::spec::Literal>,
-) -> String {
-    use iceberg::spec::{Literal, PrimitiveLiteral};
-    match (Grain::of(transform), v) {
-        (_, None) => "null".into(),
-        (Some(grain), Some(Literal::Primitive(PrimitiveLiteral::Int(u)))) => grain.label(*u),
-        (_, Some(Literal::Primitive(p))) => match p {
-            PrimitiveLiteral::Int(i) => i.to_string(),
-            PrimitiveLiteral::Long(i) => i.to_string(),
-            PrimitiveLiteral::String(s) => s.clone(),
-            PrimitiveLiteral::Boolean(b) => b.to_string(),
-            other => format!("{other:?}"),
-        },
-        (_, Some(other)) => format!("{other:?}"),
-    }
 }

@@ -5,12 +5,14 @@
 //! This layer opens catalogs and reads their tables ([`PipelineCatalog`]), moves single table
 //! pointers by compare-and-set (and, on REST servers that offer it, several at once), and
 //! stores and reads run records ([`RunRecord`]): in the catalog database (embedded) or in the
-//! control table `pipeline_meta.runs` (remote). How a run publishes with these pieces is
+//! control table `pipeline_meta.runs` (remote). The run locks that keep two commands of one
+//! pipeline apart on a machine ([`lock`]) are kept next to the catalog. How a run publishes with these pieces is
 //! `commit::publish`'s business.
 
 mod connection;
 mod control;
 mod local_fs;
+pub mod lock;
 mod open;
 mod receipt;
 mod record;

@@ -21,15 +21,18 @@ pub enum RunKind {
     Backfill,
     /// `pipeline rollback`.
     Rollback,
+    /// `pipeline maintain` (or `after_run` maintenance): compaction, manifest rewrite, expiry.
+    Maintain,
 }
 
 impl RunKind {
-    /// The word records and messages use: `run`, `backfill`, `rollback`.
+    /// The word records and messages use: `run`, `backfill`, `rollback`, `maintain`.
     pub fn name(self) -> &'static str {
         match self {
             RunKind::Run => "run",
             RunKind::Backfill => "backfill",
             RunKind::Rollback => "rollback",
+            RunKind::Maintain => "maintain",
         }
     }
 }
@@ -44,8 +47,9 @@ impl fmt::Display for RunKind {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TableRecord {
     pub table: String,
-    /// `append` (ingest), `overwrite` (a full refresh), `replace_partitions`, `rollback` or
-    /// `drop` (rollback of a created table).
+    /// `append` (ingest), `overwrite` (a full refresh), `replace_partitions`, `rewrite`,
+    /// `rollback`, `drop` (rollback of a created table), `compact`, `rewrite_manifests` or
+    /// `expire_snapshots` (maintenance; the snapshot does not move).
     pub operation: String,
     /// The partitions replaced, e.g. `order_date_month in 2026-02..2026-03` (replace only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -175,16 +179,19 @@ impl RunRecord {
     /// This record with the tables the run changed. A run that changed no table is a no-op:
     /// it has nothing to undo, and no undo command.
     pub fn with_tables(mut self, tables: Vec<TableRecord>) -> RunRecord {
-        if tables.is_empty() {
+        self.tables = tables;
+        if self.is_noop() {
             self.undo.clear();
         }
-        self.tables = tables;
         self
     }
 
-    /// A run that changed no table (everything was loaded, every table up to date).
+    /// A run that moved no table (everything was loaded, every table up to date; or a
+    /// maintenance that only expired snapshots, which cannot be undone).
     pub fn is_noop(&self) -> bool {
-        self.tables.is_empty()
+        self.tables
+            .iter()
+            .all(|t| t.snapshot_before == t.snapshot_after)
     }
 
     /// The command that undoes this run (records written before `undo` was stored get the

@@ -235,16 +235,35 @@ pub enum Command {
     },
     /// List files in table folders that no snapshot of any table references (left by failed
     /// or killed runs); `--delete` removes them.
-    Orphans {
-        /// Only files at least this old (so files a running job writes are never touched).
-        #[arg(long, value_name = "MINUTES", default_value_t = 60)]
-        older_than: u64,
-        /// Delete the files listed.
-        #[arg(long)]
-        delete: bool,
-        #[arg(long)]
-        pipeline: Option<String>,
-    },
+    ///
+    /// `--delete` first takes the run lock of every pipeline of the project, waiting for runs
+    /// in progress to publish or fail, so a file a run has written but not yet published is
+    /// never deleted. Files younger than --older-than are never listed: below 60 minutes it
+    /// needs --force (a run of a pipeline outside this project, or on another machine, may
+    /// be writing into the same warehouse).
+    /// Examples:
+    ///   pipeline orphans                       list (nothing is deleted)
+    ///   pipeline orphans --delete              delete those older than an hour
+    #[command(verbatim_doc_comment)]
+    Orphans(OrphansArgs),
+    /// Keep a pipeline's tables fast and small: compact small files, rewrite many small
+    /// manifests, expire old snapshots and delete the files only they referenced.
+    ///
+    /// Per table the pipeline writes (or --tables): each partition with at least
+    /// min_input_files files smaller than 75 % of the target size is compacted into files of
+    /// the target size (a `replace` snapshot: readers see the same rows); data manifests
+    /// beyond max_manifests are rewritten into one; snapshots older than expire_older_than
+    /// expire (never the newest keep_last, a branch or tag head, a snapshot a recent run can
+    /// be rolled back to, or one a transform's next incremental run reads from), and the
+    /// files no kept snapshot references are deleted. Settings: the spec's [maintenance].
+    /// Takes the pipeline's run lock; recorded like a run (`pipeline runs`); its compactions
+    /// are undone by `pipeline rollback`. Expiry cannot be undone.
+    /// Examples:
+    ///   pipeline maintain retail --plan       what would be done; nothing changes
+    ///   pipeline maintain retail
+    ///   pipeline maintain retail --tables silver.orders,gold.daily_revenue
+    #[command(verbatim_doc_comment)]
+    Maintain(MaintainArgs),
     /// Show where a table's columns come from: the upstream tree of each column through every
     /// transform's SELECT down to bronze and the source files' fields.
     ///
@@ -305,4 +324,44 @@ pub enum ScheduleAction {
         #[arg(long, value_name = "TIME")]
         now: Option<String>,
     },
+}
+
+/// `pipeline orphans`.
+#[derive(clap::Args)]
+pub struct OrphansArgs {
+    /// Only files at least this old (so files a running job writes are never touched).
+    #[arg(long, value_name = "MINUTES", default_value_t = 60)]
+    pub older_than: u64,
+    /// Delete the files listed.
+    #[arg(long)]
+    pub delete: bool,
+    /// Allow --delete with --older-than below 60 minutes.
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long)]
+    pub pipeline: Option<String>,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
+
+/// `pipeline maintain`.
+#[derive(clap::Args)]
+pub struct MaintainArgs {
+    pub pipeline: String,
+    /// Comma-separated tables (default: every table the pipeline writes).
+    #[arg(long, value_delimiter = ',', value_name = "TABLES")]
+    pub tables: Vec<String>,
+    /// Only print what would be done; change nothing.
+    #[arg(long)]
+    pub plan: bool,
+    /// Also expire the snapshots kept for a reason: those recent runs can be rolled back to
+    /// (their rollback stops working) and those transforms' next incremental runs start from
+    /// (they recompute their whole table next time). For rows that must be gone for good.
+    #[arg(long)]
+    pub expire_protected: bool,
+    /// Why this is run: kept in the record `pipeline runs` shows.
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+    #[command(flatten)]
+    pub wait: WaitArgs,
 }

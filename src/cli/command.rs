@@ -2,18 +2,18 @@
 //! printer. No logic of the engine lives here.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::args::{Cli, Command};
+use super::maintain;
 use super::print;
 use super::progress::Progress;
 use super::schedule;
 use crate::catalog::{open_project_catalog, Invocation, PipelineCatalog};
 use crate::error::{Error, Result};
+use crate::inspect;
 use crate::plan::{lineage_of, plan_backfill, plan_changes, validate, Backfill};
 use crate::run::{rollback, run_pipeline, RunOptions};
 use crate::spec::{load_with_catalog, producer_of, ColumnRef, TableName};
-use crate::{inspect, maintain};
 
 /// Runs the command `cli` names.
 pub async fn execute(cli: Cli) -> Result<()> {
@@ -158,7 +158,7 @@ pub async fn execute(cli: Cli) -> Result<()> {
         Command::Check { table, pipeline } => {
             let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
             let only = table.as_deref().map(table_arg).transpose()?;
-            let checked = maintain::check(&catalog, only.as_ref()).await?;
+            let checked = crate::maintain::check(&catalog, only.as_ref()).await?;
             print::check(&checked, cli.json);
             let damaged = checked.iter().filter(|t| !t.intact()).count();
             if damaged > 0 {
@@ -168,31 +168,12 @@ pub async fn execute(cli: Cli) -> Result<()> {
                 )));
             }
         }
-        Command::Orphans {
-            older_than,
-            delete,
-            pipeline,
-        } => {
-            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
-            let age = Duration::from_secs(older_than * 60);
-            let found = maintain::find_orphans(&catalog, age).await?;
-            if *delete {
-                maintain::delete_orphans(&found.orphans)?;
-            }
-            print::orphans(&found, *delete, cli.json);
-            if !found.damaged.is_empty() {
-                return Err(Error::Damaged(format!(
-                    "{} table(s) could not be read, and nothing under them was listed{}: {}; `pipeline check` says what is wrong",
-                    found.damaged.len(),
-                    if *delete { " or deleted" } else { "" },
-                    found
-                        .damaged
-                        .iter()
-                        .map(|d| d.table.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
+        Command::Orphans(args) => {
+            return maintain::orphans(&project, catalog_name, args, cli.json).await
+        }
+        Command::Maintain(args) => {
+            let invocation = invocation(&args.reason);
+            return maintain::maintain(&project, catalog_name, args, invocation, cli.json).await;
         }
         Command::Query {
             sql,

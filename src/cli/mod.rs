@@ -7,6 +7,7 @@
 
 pub mod args;
 pub mod command;
+pub mod maintain;
 pub mod print;
 pub mod progress;
 pub mod schedule;

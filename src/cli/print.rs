@@ -11,7 +11,7 @@ use crate::catalog::RunRecord;
 use crate::error::Result;
 use crate::inspect::{FileInfo, SnapshotInfo, TableInfo, TableSummary};
 use crate::lineage::{render, LineageFormat, PipelineLineage};
-use crate::maintain::{Orphans, TableCheck};
+use crate::maintain::TableCheck;
 use crate::output::{batches_to_json, batches_to_rows, render_table};
 use crate::plan::{render_text, JobId, PlannedTable, SchemaPlan, Validated};
 use crate::quality::summary;
@@ -79,6 +79,12 @@ pub fn run(report: &RunReport, as_json: bool) {
             &rows
         )
     );
+    if let Some(m) = &report.maintenance {
+        super::maintain::print_maintenance(m, false);
+    }
+    if let Some(e) = &report.maintenance_error {
+        println!("\nmaintenance after the run failed (the run is published): {e}");
+    }
 }
 
 /// `pipeline backfill --plan`.
@@ -458,36 +464,6 @@ pub fn check(checked: &[TableCheck], as_json: bool) {
                 "  its current snapshot was written by run {run}: `pipeline rollback {run}` returns the table to the snapshot before it"
             );
         }
-    }
-}
-
-/// `pipeline orphans`: the unreferenced files, and the tables that could not be read.
-pub fn orphans(found: &Orphans, deleted: bool, as_json: bool) {
-    if as_json {
-        println!(
-            "{}",
-            serde_json::json!({"orphans": found.orphans, "deleted": deleted, "damaged": found.damaged})
-        );
-        return;
-    }
-    let rows: Vec<Vec<String>> = found
-        .orphans
-        .iter()
-        .map(|o| vec![o.table.clone(), o.bytes.to_string(), o.path.clone()])
-        .collect();
-    print!(
-        "{}",
-        render_table(&strings(&["table", "bytes", "file"]), &rows)
-    );
-    let total: u64 = found.orphans.iter().map(|o| o.bytes).sum();
-    let verb = if deleted {
-        "deleted"
-    } else {
-        "unreferenced (run with --delete to remove)"
-    };
-    println!("{} files, {total} bytes {verb}", found.orphans.len());
-    for d in &found.damaged {
-        println!("skipped {} (cannot be read): {}", d.table, d.problem);
     }
 }
 

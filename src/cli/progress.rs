@@ -79,6 +79,9 @@ impl Observer for Progress {
     fn waiting_for(&self, holder: &str) {
         eprintln!("  waiting   another run of this pipeline is in progress ({holder})");
     }
+    fn maintaining(&self, table: &TableName, what: &str) {
+        eprintln!("  maintain  {table}: {what}");
+    }
     fn publishing(&self, tables: usize) {
         eprintln!("  publishing {tables} tables");
     }

@@ -15,12 +15,26 @@
 use std::collections::{HashMap, HashSet};
 
 use iceberg::io::FileIO;
-use iceberg::spec::TableMetadata;
+use iceberg::spec::{SnapshotRef, TableMetadata};
 
 use super::ledger::{self, CheckpointEntry, LoadedFile, CHECKPOINT_KEY};
 use super::staged::StagedTable;
 use super::summary::LOADED_FILES;
 use crate::error::Result;
+use crate::spec::TableName;
+
+/// Which snapshots may expire.
+#[derive(Debug, Clone, Default)]
+pub struct Expiry {
+    /// The newest snapshots of `main`'s history always kept (at least 1: the current one).
+    pub keep_last: usize,
+    /// Only snapshots committed before this instant (milliseconds since the epoch) expire.
+    pub before_ms: Option<i64>,
+    /// Snapshots kept whatever their age (e.g. those a recent run record rolls back to).
+    pub protect: HashSet<i64>,
+    /// Retention's batching: nothing expires until a quarter more than `keep_last` piled up.
+    pub batch: bool,
+}
 
 /// Expires the oldest snapshots of a staged table beyond `keep` (see the module doc).
 /// Returns how many were expired.
@@ -29,40 +43,65 @@ pub async fn expire_snapshots(
     keep: usize,
     file_io: &FileIO,
 ) -> Result<usize> {
-    let keep = keep.max(1);
-    let metadata = &staged.metadata;
-    if metadata.snapshots().count() <= keep + (keep / 4).max(1) {
-        return Ok(0);
-    }
-    let ancestry = ancestry_of(metadata, staged.snapshot_id);
-    if ancestry.len() <= keep {
-        return Ok(0);
-    }
-    let cutoff = metadata
-        .snapshot_by_id(ancestry[keep - 1])
-        .map_or(i64::MIN, |s| s.timestamp_ms());
-    let on_main: HashSet<i64> = ancestry.iter().copied().collect();
-    let mut expired: HashSet<i64> = metadata
-        .snapshots()
-        .filter(|s| s.timestamp_ms() < cutoff && !ancestry[..keep].contains(&s.snapshot_id()))
-        .map(|s| s.snapshot_id())
-        .collect();
-    // Keep what a kept snapshot off main descends from.
-    let kept_off_main: Vec<i64> = metadata
-        .snapshots()
-        .map(|s| s.snapshot_id())
-        .filter(|id| !expired.contains(id) && !on_main.contains(id))
-        .collect();
-    for id in kept_off_main {
-        for ancestor in ancestry_of(metadata, id) {
-            if !on_main.contains(&ancestor) {
-                expired.remove(&ancestor);
-            }
-        }
-    }
+    let expiry = Expiry {
+        keep_last: keep,
+        before_ms: None,
+        protect: HashSet::new(),
+        batch: true,
+    };
+    Ok(expire_with(staged, &expiry, file_io).await?.len())
+}
+
+/// Expires the snapshots of a staged table that `expiry` allows (see [`expire_metadata`]).
+/// Returns the snapshots expired.
+pub async fn expire_with(
+    staged: &mut StagedTable,
+    expiry: &Expiry,
+    file_io: &FileIO,
+) -> Result<Vec<i64>> {
+    let Some(expired) = expire_metadata(
+        &staged.table,
+        &staged.metadata,
+        staged.snapshot_id,
+        expiry,
+        file_io,
+    )
+    .await?
+    else {
+        return Ok(Vec::new());
+    };
+    staged.metadata = expired.metadata;
+    Ok(expired.snapshots.iter().map(|s| s.snapshot_id()).collect())
+}
+
+/// What an expiry removed from a table's metadata.
+#[derive(Debug, Clone)]
+pub struct Expired {
+    /// The metadata without the expired snapshots.
+    pub metadata: TableMetadata,
+    /// The snapshots removed (their manifest lists name what only they may reference).
+    pub snapshots: Vec<SnapshotRef>,
+    /// The ledger checkpoint file the new metadata no longer names (a new one replaced it).
+    pub old_checkpoint: Option<String>,
+}
+
+/// Expires the snapshots of `metadata` that `expiry` allows, `head` being the snapshot `main`
+/// is (or will be) at. Never expired: `head` and the newest `keep_last` of its history, a
+/// branch or tag head, a protected snapshot, and what a kept snapshot off `main` descends from.
+/// The file ledger entries of expired `main` snapshots move into the checkpoint. `None` when
+/// nothing expires. Nothing is deleted here.
+pub async fn expire_metadata(
+    table: &TableName,
+    metadata: &TableMetadata,
+    head: i64,
+    expiry: &Expiry,
+    file_io: &FileIO,
+) -> Result<Option<Expired>> {
+    let expired = expirable(metadata, head, expiry);
     if expired.is_empty() {
-        return Ok(0);
+        return Ok(None);
     }
+    let ancestry = ancestry_of(metadata, head);
     // Ledger entries of expired main snapshots join the checkpoint (newest entry per path).
     let mut entries: HashMap<String, CheckpointEntry> = HashMap::new();
     let mut any_ledger = metadata.properties().contains_key(CHECKPOINT_KEY);
@@ -84,6 +123,7 @@ pub async fn expire_snapshots(
         }
     }
     let mut properties = HashMap::new();
+    let mut old_checkpoint = None;
     if any_ledger {
         for old in ledger::read_checkpoint(metadata, file_io).await? {
             entries.entry(old.file.path.clone()).or_insert(old);
@@ -91,20 +131,70 @@ pub async fn expire_snapshots(
         let mut all: Vec<CheckpointEntry> = entries.into_values().collect();
         all.sort_by(|a, b| a.file.path.cmp(&b.file.path));
         let path = ledger::write_checkpoint(metadata, file_io, &all).await?;
+        old_checkpoint = metadata.properties().get(CHECKPOINT_KEY).cloned();
         properties.insert(CHECKPOINT_KEY.to_string(), path);
     }
-    let ids: Vec<i64> = expired.iter().copied().collect();
-    let mut builder = staged
-        .metadata
-        .clone()
-        .into_builder(None)
-        .remove_snapshots(&ids);
+    let snapshots: Vec<SnapshotRef> = metadata
+        .snapshots()
+        .filter(|s| expired.contains(&s.snapshot_id()))
+        .cloned()
+        .collect();
+    let ids: Vec<i64> = snapshots.iter().map(|s| s.snapshot_id()).collect();
+    let mut builder = metadata.clone().into_builder(None).remove_snapshots(&ids);
     if !properties.is_empty() {
         builder = builder.set_properties(properties)?;
     }
-    staged.metadata = builder.build()?.metadata;
-    tracing::info!(table = %staged.table, expired = ids.len(), "expired old snapshots");
-    Ok(ids.len())
+    let metadata = builder.build()?.metadata;
+    tracing::info!(table = %table, expired = ids.len(), "expired old snapshots");
+    Ok(Some(Expired {
+        metadata,
+        snapshots,
+        old_checkpoint,
+    }))
+}
+
+/// The snapshots of `metadata` that `expiry` lets expire, `main` being at `head` (see
+/// [`expire_metadata`]). Reads nothing: what `pipeline maintain --plan` counts.
+pub fn expirable(metadata: &TableMetadata, head: i64, expiry: &Expiry) -> HashSet<i64> {
+    let keep = expiry.keep_last.max(1);
+    if expiry.batch && metadata.snapshots().count() <= keep + (keep / 4).max(1) {
+        return HashSet::new();
+    }
+    let ancestry = ancestry_of(metadata, head);
+    if ancestry.len() <= keep {
+        return HashSet::new();
+    }
+    let cutoff = metadata
+        .snapshot_by_id(ancestry[keep - 1])
+        .map_or(i64::MIN, |s| s.timestamp_ms());
+    let heads = ref_heads(metadata);
+    let on_main: HashSet<i64> = ancestry.iter().copied().collect();
+    let mut expired: HashSet<i64> = metadata
+        .snapshots()
+        .filter(|s| {
+            s.timestamp_ms() < cutoff
+                && expiry.before_ms.is_none_or(|b| s.timestamp_ms() < b)
+                && !ancestry[..keep].contains(&s.snapshot_id())
+                && !expiry.protect.contains(&s.snapshot_id())
+                && !heads.contains(&s.snapshot_id())
+                && s.snapshot_id() != head
+        })
+        .map(|s| s.snapshot_id())
+        .collect();
+    // Keep what a kept snapshot off main descends from.
+    let kept_off_main: Vec<i64> = metadata
+        .snapshots()
+        .map(|s| s.snapshot_id())
+        .filter(|id| !expired.contains(id) && !on_main.contains(id))
+        .collect();
+    for id in kept_off_main {
+        for ancestor in ancestry_of(metadata, id) {
+            if !on_main.contains(&ancestor) {
+                expired.remove(&ancestor);
+            }
+        }
+    }
+    expired
 }
 
 /// `id` and its ancestors present in the metadata, newest first.
@@ -118,4 +208,20 @@ fn ancestry_of(metadata: &TableMetadata, id: i64) -> Vec<i64> {
             .and_then(|p| metadata.snapshot_by_id(p).cloned());
     }
     out
+}
+
+/// The snapshots branches and tags point at (another engine may have made some). The refs map
+/// is not public in iceberg 0.10, so it is read from the metadata's JSON form.
+fn ref_heads(metadata: &TableMetadata) -> HashSet<i64> {
+    let mut heads = HashSet::new();
+    heads.extend(metadata.current_snapshot_id());
+    if let Ok(value) = serde_json::to_value(metadata) {
+        if let Some(refs) = value.get("refs").and_then(|r| r.as_object()) {
+            heads.extend(
+                refs.values()
+                    .filter_map(|r| r.get("snapshot-id").and_then(|v| v.as_i64())),
+            );
+        }
+    }
+    heads
 }

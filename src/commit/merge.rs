@@ -13,12 +13,24 @@ const SMALL_MANIFEST_BYTES: i64 = 32 * 1024;
 /// How many small manifests an append lets accumulate before merging them into one.
 const MERGE_MIN_COUNT: usize = 100;
 
-/// Iceberg's merge-append: when an append would carry [`MERGE_MIN_COUNT`] or more small data
-/// manifests of the current partition spec (one per earlier small append), their live entries
-/// are rewritten as EXISTING entries (snapshot ids and sequence numbers kept) into one
-/// manifest. This bounds the manifest list, so the cost of the next commits (and of every
-/// reader's scan planning) does not grow with the number of appends.
-pub(super) async fn merge_small_manifests(
+/// Which carried data manifests are merged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Merge {
+    /// Iceberg's merge-append: when an append would carry [`MERGE_MIN_COUNT`] or more small
+    /// data manifests of the current partition spec (one per earlier small append), they are
+    /// merged.
+    Small,
+    /// A manifest rewrite (maintenance): every data manifest of the current partition spec, when
+    /// there are at least two.
+    All,
+}
+
+/// Merges the carried data manifests `which` selects: their live entries are rewritten as
+/// EXISTING entries (snapshot ids and sequence numbers kept) into one manifest. This bounds
+/// the manifest list, so the cost of the next commits (and of every reader's scan planning)
+/// does not grow with the number of appends.
+pub(super) async fn merge_manifests(
+    which: Merge,
     table: &TableName,
     manifests: Vec<ManifestFile>,
     metadata: &iceberg::spec::TableMetadata,
@@ -31,9 +43,13 @@ pub(super) async fn merge_small_manifests(
         m.content == ManifestContentType::Data
             && m.partition_spec_id == spec.spec_id()
             && m.added_snapshot_id != snapshot_id
-            && m.manifest_length < SMALL_MANIFEST_BYTES
+            && (which == Merge::All || m.manifest_length < SMALL_MANIFEST_BYTES)
     };
-    if manifests.iter().filter(|m| is_small(m)).count() < MERGE_MIN_COUNT {
+    let enough = match which {
+        Merge::Small => MERGE_MIN_COUNT,
+        Merge::All => 2,
+    };
+    if manifests.iter().filter(|m| is_small(m)).count() < enough {
         return Ok(manifests);
     }
     let (small, mut kept): (Vec<_>, Vec<_>) = manifests.into_iter().partition(|m| is_small(m));

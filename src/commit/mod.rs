@@ -48,25 +48,31 @@ mod expire;
 #[cfg(test)]
 pub(crate) mod fixture;
 mod job;
+mod label;
 pub mod ledger;
 mod manifests;
 mod merge;
 mod produce;
 pub mod publish;
 mod range;
+mod replaced;
 mod staged;
 pub mod summary;
 mod target;
+mod unreferenced;
 mod widen;
 
 pub use diff::{changed_files, file_times, FileTimes};
-pub use expire::expire_snapshots;
+pub use expire::{expirable, expire_metadata, expire_snapshots, expire_with, Expired, Expiry};
 pub use job::{JobContext, JobKind};
+pub use label::partition_label;
 pub use manifests::manifest_list;
 pub use produce::stage_snapshot;
 pub use range::PartitionRange;
+pub use replaced::{data_changes, only_replaced_since};
 pub use staged::{StagedTable, WriteMode};
 pub use target::{
     prepare_target, prepare_target_from, schema_of, DesiredColumn, Evolution, TableTarget,
 };
+pub use unreferenced::{unreferenced_files, Unreferenced};
 pub use widen::{type_change, TypeChange, WIDENINGS};

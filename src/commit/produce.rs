@@ -19,7 +19,7 @@ use iceberg::spec::{
 use uuid::Uuid;
 
 use super::manifests::manifest_list;
-use super::merge::merge_small_manifests;
+use super::merge::{merge_manifests, Merge};
 use super::staged::{StagedTable, WriteMode};
 use super::summary;
 use super::target::TableTarget;
@@ -116,8 +116,8 @@ pub async fn stage_snapshot(
                 .cloned()
                 .unwrap_or_else(|| spec.clone());
             let touched = match &mode {
-                WriteMode::Append => false,
-                WriteMode::Overwrite | WriteMode::Rewrite(_) => true,
+                WriteMode::Append | WriteMode::RewriteManifests => false,
+                WriteMode::Overwrite | WriteMode::Rewrite(_) | WriteMode::Compact(_) => true,
                 WriteMode::Replace(range) => {
                     range.may_touch(&manifest_spec, manifest_file.partitions.as_deref())
                 }
@@ -145,7 +145,9 @@ pub async fn stage_snapshot(
                                 ),
                             )
                         })?,
-                    WriteMode::Rewrite(paths) => paths.contains(entry.file_path()),
+                    WriteMode::Rewrite(paths) | WriteMode::Compact(paths) => {
+                        paths.contains(entry.file_path())
+                    }
                     _ => true,
                 };
                 if remove {
@@ -205,8 +207,14 @@ pub async fn stage_snapshot(
         }
     }
 
-    if mode == WriteMode::Append {
-        manifests = merge_small_manifests(
+    if mode == WriteMode::Append || mode == WriteMode::RewriteManifests {
+        let which = if mode == WriteMode::Append {
+            Merge::Small
+        } else {
+            Merge::All
+        };
+        manifests = merge_manifests(
+            which,
             &table,
             manifests,
             &metadata,
@@ -232,6 +240,17 @@ pub async fn stage_snapshot(
 
     let mut props = properties.clone();
     props.extend(collector.build());
+    if mode.keeps_data() {
+        if let Some(parent) = metadata.current_snapshot() {
+            for key in summary::CARRIED_BY_REPLACE {
+                if let Some(value) = parent.summary().additional_properties.get(*key) {
+                    props
+                        .entry(key.to_string())
+                        .or_insert_with(|| value.clone());
+                }
+            }
+        }
+    }
     if let WriteMode::Replace(range) = &mode {
         // What Spark writes for a dynamic partition overwrite, plus the range itself.
         props.insert(summary::REPLACE_PARTITIONS.into(), "true".into());
@@ -274,6 +293,7 @@ pub async fn stage_snapshot(
                 WriteMode::Append => Operation::Append,
                 WriteMode::Replace(_) if added_files == 0 => Operation::Delete,
                 WriteMode::Replace(_) | WriteMode::Rewrite(_) => Operation::Overwrite,
+                WriteMode::Compact(_) | WriteMode::RewriteManifests => Operation::Replace,
             },
             additional_properties: props,
         })

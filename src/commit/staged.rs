@@ -27,6 +27,12 @@ pub enum WriteMode {
     /// The listed data files (by path) are deleted, the new files added (copy-on-write row
     /// removal, e.g. the old rows of a reloaded source file).
     Rewrite(BTreeSet<String>),
+    /// Compaction: the listed data files are replaced by the new files holding exactly their
+    /// rows (Iceberg operation `replace`: the table's data does not change).
+    Compact(BTreeSet<String>),
+    /// The live data manifests are rewritten into one per partition spec; no data file changes
+    /// (operation `replace`).
+    RewriteManifests,
 }
 
 impl WriteMode {
@@ -37,7 +43,15 @@ impl WriteMode {
             WriteMode::Append => "append",
             WriteMode::Replace(_) => "replace_partitions",
             WriteMode::Rewrite(_) => "rewrite",
+            WriteMode::Compact(_) => "compact",
+            WriteMode::RewriteManifests => "rewrite_manifests",
         }
+    }
+
+    /// Whether the snapshot leaves the table's rows as they are (compaction, manifest rewrite):
+    /// Iceberg's `replace` operation.
+    pub fn keeps_data(&self) -> bool {
+        matches!(self, WriteMode::Compact(_) | WriteMode::RewriteManifests)
     }
 }
 

@@ -55,6 +55,11 @@ pub const PARTITIONS: &str = "pipeline.partitions";
 /// What a control-table snapshot did: `publish-intent`, `run-record` or `publish-cleared`.
 pub const CONTROL: &str = "pipeline.control";
 
+/// Keys that describe the rows of a table, not the commit: a `replace` snapshot (compaction,
+/// manifest rewrite) carries them over from its parent, so the next run still knows which
+/// input snapshots the table was computed from, with which SQL and lineage.
+pub const CARRIED_BY_REPLACE: &[&str] = &[INPUTS, TRANSFORM, crate::lineage::LINEAGE_KEY];
+
 /// The number under `key` in `summary` (0 when absent or not a number).
 pub fn number(summary: &Summary, key: &str) -> u64 {
     summary

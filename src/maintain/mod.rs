@@ -6,4 +6,6 @@ pub mod orphans;
 
 pub use check::{check, Problem, TableCheck};
 
-pub use orphans::{delete_orphans, find_orphans, DamagedTable, Orphan, Orphans};
+pub use orphans::{
+    delete_orphans, delete_orphans_safely, find_orphans, DamagedTable, Orphan, Orphans,
+};

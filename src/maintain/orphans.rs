@@ -5,8 +5,9 @@
 //! manifests and every data file they list (DELETED entries included, since older snapshots
 //! still read them). Folders of the warehouse that look like a table (`NS/TABLE/data` or
 //! `NS/TABLE/metadata`) but that the catalog does not list (a killed first run of a table) are
-//! orphans whole. Only files older than a minimum age are reported, so files a run is writing
-//! right now are never touched.
+//! orphans whole. Only files older than a minimum age are reported, and deleting takes the run
+//! lock of every pipeline of the project first ([`delete_orphans_safely`]), so files a run is
+//! writing right now, or has staged and not yet published, are never touched.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
+use crate::catalog::lock::{self, LockWait};
 use crate::catalog::PipelineCatalog;
 use crate::commit::ledger::CHECKPOINT_KEY;
 use crate::commit::manifest_list;
@@ -161,6 +163,30 @@ async fn referenced_files(table: &iceberg::table::Table) -> Result<HashSet<Strin
         }
     }
     Ok(referenced)
+}
+
+/// Lists and deletes the orphans older than `min_age`, safely next to live runs: the run lock
+/// of every pipeline in `pipelines` is taken first (waiting as `wait` says for a run in
+/// progress to publish or fail, `on_wait(pipeline, holder)` told), so no file a run has
+/// staged but not yet published is listed. Returns what was found and deleted.
+pub async fn delete_orphans_safely(
+    catalog: &PipelineCatalog,
+    pipelines: &[String],
+    min_age: Duration,
+    wait: LockWait,
+    on_wait: &(dyn Fn(&str, &str) + Sync),
+) -> Result<Orphans> {
+    let anchor = catalog.lock_anchor()?;
+    let mut held = Vec::with_capacity(pipelines.len());
+    for pipeline in pipelines {
+        held.push(lock::acquire(&anchor, pipeline, wait, |holder| {
+            on_wait(pipeline, holder)
+        })?);
+    }
+    let found = find_orphans(catalog, min_age).await?;
+    delete_orphans(&found.orphans)?;
+    drop(held);
+    Ok(found)
 }
 
 /// Deletes the given orphans (as found by [`find_orphans`]).

@@ -15,7 +15,7 @@ use iceberg::table::Table;
 use sha2::{Digest, Sha256};
 
 use crate::commit::summary::{INPUTS, TRANSFORM};
-use crate::commit::{changed_files, file_times, FileTimes, PartitionRange};
+use crate::commit::{data_changes, file_times, only_replaced_since, FileTimes, PartitionRange};
 use crate::error::Result;
 use crate::spec::{violation_predicate, Grain, TableName, TransformJob, TransformMode};
 
@@ -117,6 +117,8 @@ pub async fn decide(
     for (name, table) in inputs {
         match recorded.get(&name.to_string()) {
             Some(id) if *id == table.metadata().current_snapshot_id() => {}
+            // Only compacted (or manifests rewritten) since: the same rows.
+            Some(id) if id.is_some() && only_replaced_since(table.metadata(), *id) => {}
             Some(id) => changed.push((name, table, *id)),
             None => return Ok(Scope::Full(format!("new input {name}"))),
         }
@@ -155,7 +157,7 @@ pub async fn decide(
             return Ok(Scope::Full(format!("{name} has no column `{column}`")));
         };
         let field_id = field.id;
-        let files = changed_files(
+        let files = data_changes(
             table.file_io(),
             metadata,
             old_id,

@@ -9,7 +9,8 @@
 mod audit;
 mod execute;
 mod failed;
-mod lock;
+mod maintain;
+mod maintain_publish;
 mod open;
 mod options;
 mod pipeline;
@@ -17,8 +18,9 @@ mod report;
 mod rollback;
 mod transform_job;
 
+pub use crate::catalog::lock::{holder, lock_path, LockWait};
 pub use failed::record_failure;
-pub use lock::{holder, lock_path, LockWait};
+pub use maintain::{maintain_pipeline, MaintainOptions, MaintainReport, TableMaintenance};
 pub use options::RunOptions;
 pub use pipeline::{run_pipeline, run_tick, Served};
 pub use report::{JobAction, JobReport, Observer, RunReport, Silent};

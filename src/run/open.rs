@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use super::lock::{self, LockWait, RunLock};
 use super::report::Observer;
+use crate::catalog::lock::{self, LockWait, RunLock};
 use crate::catalog::PipelineCatalog;
 use crate::commit::publish::recover;
 use crate::error::{Error, Result};

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::lock::LockWait;
+use crate::catalog::lock::LockWait;
 use crate::catalog::Invocation;
 use crate::plan::Backfill;
 

@@ -20,6 +20,7 @@ use chrono::{SecondsFormat, Utc};
 
 use super::audit::audit_staged;
 use super::execute::execute;
+use super::maintain::after_run;
 use super::open::{open, Opened};
 use super::options::RunOptions;
 use super::report::{Observer, RunReport};
@@ -121,7 +122,7 @@ async fn run(
     tracing::debug!(ms = clock.elapsed().as_millis() as u64, "every job staged");
     pause_point("staged");
     observer.publishing(executed.staged.len());
-    let tables = executed
+    let tables: Vec<String> = executed
         .staged
         .iter()
         .map(|t| t.table.to_string())
@@ -162,6 +163,22 @@ async fn run(
     )
     .await?;
     tracing::debug!(ms = clock.elapsed().as_millis() as u64, "published");
+    let (maintenance, maintenance_error) = if pipeline.maintenance.after_run && !tables.is_empty() {
+        match after_run(
+            &validated.catalog,
+            pipeline,
+            &tables,
+            &options.invocation,
+            observer.clone(),
+        )
+        .await
+        {
+            Ok(report) => (Some(report), None),
+            Err(e) => (None, Some(e)),
+        }
+    } else {
+        (None, None)
+    };
     drop(lock);
 
     Ok(Served::Ran(Box::new(RunReport {
@@ -173,5 +190,7 @@ async fn run(
         tables,
         jobs: executed.reports,
         quality,
+        maintenance,
+        maintenance_error,
     })))
 }

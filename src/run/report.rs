@@ -151,6 +151,12 @@ pub struct RunReport {
     pub jobs: Vec<JobReport>,
     /// The expectations evaluated on this run's tables.
     pub quality: Vec<QualityResult>,
+    /// `[maintenance] after_run`: what maintaining the run's tables did, or why it failed
+    /// (the run is published either way).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maintenance: Option<super::maintain::MaintainReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maintenance_error: Option<String>,
 }
 
 /// Receives progress while a run works.
@@ -168,6 +174,8 @@ pub trait Observer: Send + Sync {
     fn recovered(&self, _what: &str) {}
     /// An expectation was evaluated on a staged table.
     fn checked(&self, _result: &QualityResult) {}
+    /// Maintenance is working on `table` (e.g. "compacting 40 files in 3 partition(s)").
+    fn maintaining(&self, _table: &TableName, _what: &str) {}
 }
 
 /// An observer that shows nothing.

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use iceberg::spec::{SnapshotReference, SnapshotRetention, MAIN_BRANCH};
 
-use super::lock::LockWait;
 use super::open::lock_and_recover;
 use super::report::Observer;
+use crate::catalog::lock::LockWait;
 use crate::catalog::{new_run_id, Invocation, PipelineCatalog, RunKind, RunRecord, TableRecord};
+use crate::commit::only_replaced_since;
 use crate::commit::publish::{publish, Publication, TableChange};
 use crate::commit::summary::total_records;
 use crate::error::{Error, Result};
@@ -26,6 +27,11 @@ pub async fn rollback(
     observer: Arc<dyn Observer>,
 ) -> Result<RunRecord> {
     let run = catalog.run(run_id).await?;
+    if run.is_noop() && run.kind == RunKind::Maintain {
+        return Err(Error::Usage(format!(
+            "maintenance {run_id} only expired snapshots (and deleted the files only they referenced): that cannot be undone"
+        )));
+    }
     if run.is_noop() {
         return Err(Error::Usage(format!(
             "run {run_id} changed no table (it had nothing to do): there is nothing to undo"
@@ -37,6 +43,10 @@ pub async fn rollback(
     let mut publication = Publication::default();
     let mut tables = Vec::new();
     for t in &run.tables {
+        if t.snapshot_before == t.snapshot_after {
+            // Expired snapshots only: there is nothing to move back.
+            continue;
+        }
         let name = TableName::parse(&t.table)
             .ok_or_else(|| Error::Usage(format!("run record names a bad table `{}`", t.table)))?;
         if t.snapshot_after.is_none() {
@@ -49,7 +59,12 @@ pub async fn rollback(
         let current_snapshot = current
             .as_ref()
             .and_then(|c| c.metadata().current_snapshot_id());
-        let Some(current) = current.filter(|_| current_snapshot == t.snapshot_after) else {
+        // Only compactions and manifest rewrites since the run (S3 Tables' own maintenance,
+        // `pipeline maintain`): the rows are the run's, and going back is still right.
+        let Some(current) = current.filter(|c| {
+            current_snapshot == t.snapshot_after
+                || only_replaced_since(c.metadata(), t.snapshot_after)
+        }) else {
             return Err(Error::Conflict {
                 table: t.table.clone(),
                 message: format!(

@@ -11,6 +11,7 @@ mod column_type;
 mod expect;
 mod ingest;
 mod load;
+mod maintenance;
 mod partition;
 mod pipeline;
 mod reader;
@@ -35,6 +36,7 @@ pub use load::{
     display_path_in, list_pipelines, load_pipeline, load_pipeline_file, load_with_catalog,
     producer_of,
 };
+pub use maintenance::Maintenance;
 pub use partition::{Grain, PartitionField};
 pub use pipeline::{Pipeline, DEFAULT_TARGET_FILE_SIZE};
 pub use reader::{Reader, ReaderUses};

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use super::catalog::CatalogConfig;
 use super::expect::Expectation;
 use super::ingest::IngestJob;
+use super::maintenance::Maintenance;
 use super::reader::Reader;
 use super::schedule::Schedule;
 use super::transform::TransformJob;
@@ -33,6 +34,8 @@ pub struct Pipeline {
     pub max_snapshots: Option<usize>,
     /// `[schedule]`: when the pipeline runs by itself.
     pub schedule: Option<Schedule>,
+    /// `[maintenance]` (defaults when absent): how `pipeline maintain` keeps its tables healthy.
+    pub maintenance: Maintenance,
 }
 
 impl Pipeline {

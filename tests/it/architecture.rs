@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["spec"],
     &["catalog", "write", "engine", "lineage"],
     &["commit"],
-    &["ingest", "transform"],
+    &["ingest", "transform", "compact"],
     &["quality"],
     &["plan"],
     &["run", "inspect", "maintain"],

@@ -253,21 +253,51 @@ pub struct Paused {
     child: Child,
     gate: Option<PathBuf>,
     log: Receiver<String>,
+    stdout: Option<Receiver<String>>,
 }
 
 impl Project {
     /// Starts `pipeline ARGS` and returns once it says it paused at `point`. With `gate`, the
     /// pause ends when that file exists ([`Paused::release`]); without, it lasts until killed.
     pub fn start_paused(&self, args: &[&str], point: &str, gate: Option<PathBuf>) -> Paused {
+        self.start_paused_with(args, point, gate, false)
+    }
+
+    /// Like [`Project::start_paused`], keeping the command's stdout for
+    /// [`Paused::release_with_stdout`].
+    pub fn start_paused_piped(&self, args: &[&str], point: &str, gate: PathBuf) -> Paused {
+        self.start_paused_with(args, point, Some(gate), true)
+    }
+
+    fn start_paused_with(
+        &self,
+        args: &[&str],
+        point: &str,
+        gate: Option<PathBuf>,
+        keep_stdout: bool,
+    ) -> Paused {
         let mut command = self.command(args);
         command
             .env("PIPELINE_PAUSE_AT", point)
-            .stdout(Stdio::null())
+            .stdout(if keep_stdout {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stderr(Stdio::piped());
         if let Some(gate) = &gate {
             command.env("PIPELINE_PAUSE_UNTIL", gate);
         }
         let mut child = command.spawn().unwrap();
+        let stdout = child.stdout.take().map(|mut out| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = std::io::Read::read_to_string(&mut out, &mut text);
+                let _ = tx.send(text);
+            });
+            rx
+        });
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let mut seen = String::new();
         let reached = lines.by_ref().map_while(|l| l.ok()).any(|line| {
@@ -284,7 +314,12 @@ impl Project {
             let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
             let _ = tx.send(rest.join("\n"));
         });
-        Paused { child, gate, log }
+        Paused {
+            child,
+            gate,
+            log,
+            stdout,
+        }
     }
 }
 
@@ -308,5 +343,13 @@ impl Paused {
         std::fs::write(self.gate.as_ref().expect("started with a gate"), "").unwrap();
         let status = self.child.wait().unwrap();
         (status.success(), self.log.recv().unwrap())
+    }
+
+    /// Like [`Paused::release`], also returning stdout (started with
+    /// [`Project::start_paused_piped`]).
+    pub fn release_with_stdout(mut self) -> (bool, String, String) {
+        let stdout = self.stdout.take().expect("started piped");
+        let (ok, log) = self.release();
+        (ok, log, stdout.recv().unwrap())
     }
 }

@@ -100,7 +100,7 @@ fn a_run_killed_at_any_phase_leaves_no_trace_in_tables_and_a_rerun_matches_a_cle
 
         // Deleting the dead run's files changes nothing any table reads.
         assert_eq!(orphans(&p), dead, "{point}");
-        p.json(&["orphans", "--older-than", "0", "--delete"]);
+        p.json(&["orphans", "--older-than", "0", "--delete", "--force"]);
         assert!(dead.iter().all(|f| !std::path::Path::new(f).exists()));
         assert_same_contents(&state(&p), &expected, &format!("{point}, orphans deleted"));
         let readers = p.independent_readers();
@@ -119,7 +119,7 @@ fn a_first_run_killed_while_publishing_creates_no_table() {
         dead.iter().any(|f| f.contains("/silver/orders/")),
         "{dead:?}"
     );
-    p.json(&["orphans", "--older-than", "0", "--delete"]);
+    p.json(&["orphans", "--older-than", "0", "--delete", "--force"]);
     p.json(&["run", "retail"]);
     assert_eq!(p.tables().len(), 12);
     assert_no_duplicates(&p);

@@ -18,6 +18,7 @@ mod expectations;
 mod full_refresh;
 mod impact;
 mod interop;
+mod maintenance;
 mod many_appends;
 mod orphans;
 mod partitioning;

@@ -50,7 +50,7 @@ fn files_of_a_failed_run_are_found_and_removed_safely() {
             .collect()
     };
     let before = counts(&p);
-    let deleted = p.json(&["orphans", "--older-than", "0", "--delete"]);
+    let deleted = p.json(&["orphans", "--older-than", "0", "--delete", "--force"]);
     assert_eq!(deleted["orphans"].as_array().unwrap().len(), found.len());
     for o in &found {
         assert!(!std::path::Path::new(o["path"].as_str().unwrap()).exists());

@@ -84,7 +84,7 @@ fn old_snapshots_expire_and_the_ledger_survives_them() {
         .unwrap()
         .len();
     assert!(orphans > 0);
-    p.json(&["orphans", "--older-than", "0", "--delete"]);
+    p.json(&["orphans", "--older-than", "0", "--delete", "--force"]);
     assert_eq!(p.query("SELECT n, total FROM gold.totals"), expected);
     let readers = p.independent_readers();
     for reader in ["pyiceberg", "duckdb"] {

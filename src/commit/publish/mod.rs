@@ -24,5 +24,6 @@ mod sqlite;
 
 pub use per_catalog::{publish, publisher};
 pub use publication::{Publication, PublishOutcome, Publisher, TableChange};
+pub use rebase::rebase;
 pub use recover::{recover, Recovery};
 pub use retry::{publish_with_retry, ATTEMPTS};

@@ -9,13 +9,24 @@
 //!   otherwise a conflict naming those partitions;
 //! - **overwrite**: a conflict (the run computed the whole table from what it read).
 //!
+//! - **compaction** (`pipeline maintain`): rebased; partitions where the other writer removed a
+//!   file being compacted are left out (reported), the rest commits;
+//! - **manifest rewrite**: always produced again on the new state.
+//!
+//! `replace` snapshots by the other writer (compactions, S3 Tables' own maintenance) change no
+//! row: an overwrite or replace is produced again on top of them, and the partitions a replace
+//! compares are those whose rows changed (see `commit/replaced.rs`).
+//!
 //! A table's schema or partition spec changed by the other writer is always a conflict.
+
+use std::collections::BTreeSet;
 
 use crate::catalog::PipelineCatalog;
 use crate::commit::diff::changed_files;
 use crate::commit::ledger::{loaded_files_with_checkpoint, LoadedFile};
 use crate::commit::produce::stage_snapshot;
 use crate::commit::range::PartitionRange;
+use crate::commit::replaced::{data_changes, only_replaced_since};
 use crate::commit::staged::StagedTable;
 use crate::commit::staged::WriteMode;
 use crate::commit::summary::LOADED_FILES;
@@ -23,7 +34,7 @@ use crate::commit::target::TableTarget;
 use crate::error::{Error, Result};
 
 /// Produces `staged` again on the table's current state in the catalog.
-pub(super) async fn rebase(catalog: &PipelineCatalog, staged: &StagedTable) -> Result<StagedTable> {
+pub async fn rebase(catalog: &PipelineCatalog, staged: &StagedTable) -> Result<StagedTable> {
     let conflict = |message: String| Error::Conflict {
         table: staged.table.to_string(),
         message,
@@ -48,7 +59,51 @@ pub(super) async fn rebase(catalog: &PipelineCatalog, staged: &StagedTable) -> R
             "another writer changed its schema or partitioning; {rerun}"
         )));
     }
+    // Snapshots that only compacted files or rewrote manifests (S3 Tables' own maintenance,
+    // `pipeline maintain`) change no row: anything can be produced again on top of them.
+    let base = staged.metadata.current_snapshot_id();
+    let data_unchanged = only_replaced_since(&metadata, base);
+    let mut files = staged.files.clone();
+    let mut mode = staged.mode.clone();
     match &staged.mode {
+        WriteMode::Overwrite | WriteMode::Replace(_) if data_unchanged => {}
+        WriteMode::RewriteManifests => {}
+        WriteMode::Compact(removed) => {
+            // Partitions where the other writer removed a file this compaction replaces are
+            // left out (their new files stay unreferenced); the rest is compacted on top.
+            let changed = changed_files(current.file_io(), &metadata, base, theirs)
+                .await?
+                .ok_or_else(|| {
+                    conflict(format!("the snapshot it started from is gone; {rerun}"))
+                })?;
+            let hit: Vec<iceberg::spec::Struct> = changed
+                .iter()
+                .filter(|f| removed.contains(f.file_path()))
+                .map(|f| f.partition().clone())
+                .collect();
+            if !hit.is_empty() {
+                let at_base = changed_files(current.file_io(), &metadata, None, base)
+                    .await?
+                    .unwrap_or_default();
+                let kept: BTreeSet<String> = at_base
+                    .iter()
+                    .filter(|f| removed.contains(f.file_path()) && !hit.contains(f.partition()))
+                    .map(|f| f.file_path().to_string())
+                    .collect();
+                files.retain(|f| !hit.contains(f.partition()));
+                tracing::warn!(
+                    table = %staged.table,
+                    partitions = hit.len(),
+                    "another writer changed files being compacted; those partitions are skipped"
+                );
+                if files.is_empty() || kept.is_empty() {
+                    return Err(conflict(format!(
+                        "another writer changed every partition being compacted; {rerun}"
+                    )));
+                }
+                mode = WriteMode::Compact(kept);
+            }
+        }
         WriteMode::Overwrite => {
             return Err(conflict(format!(
                 "another writer committed snapshot {} to it after this run read it, and a full \
@@ -86,7 +141,7 @@ pub(super) async fn rebase(catalog: &PipelineCatalog, staged: &StagedTable) -> R
         }
         WriteMode::Replace(range) => {
             let base = staged.metadata.current_snapshot_id();
-            let changed = changed_files(current.file_io(), &metadata, base, theirs).await?;
+            let changed = data_changes(current.file_io(), &metadata, base, theirs).await?;
             let Some(changed) = changed else {
                 return Err(conflict(format!(
                     "the snapshot this run started from is gone; {rerun}"
@@ -118,10 +173,10 @@ pub(super) async fn rebase(catalog: &PipelineCatalog, staged: &StagedTable) -> R
     };
     stage_snapshot(
         target,
-        staged.files.clone(),
+        files,
         catalog.file_io(),
         staged.properties.clone(),
-        staged.mode.clone(),
+        mode,
     )
     .await
 }

@@ -131,8 +131,15 @@ pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
         .as_ref()
         .map(|s| schedule(&at, s))
         .transpose()?;
+    let maintenance = raw
+        .maintenance
+        .as_ref()
+        .map(|m| super::maintenance::maintenance(&at, m))
+        .transpose()?
+        .unwrap_or_default();
     Ok(Pipeline {
         schedule,
+        maintenance,
         max_snapshots,
         name: raw.pipeline.name.get_ref().clone(),
         description: raw.pipeline.description.clone(),

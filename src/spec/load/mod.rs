@@ -7,6 +7,7 @@ mod expect;
 mod fields;
 mod file;
 mod ingest;
+mod maintenance;
 mod position;
 mod project;
 mod raw;

@@ -22,6 +22,19 @@ pub(super) struct RawSpec {
     pub transform: Vec<RawTransform>,
     pub retention: Option<RawRetention>,
     pub schedule: Option<RawSchedule>,
+    pub maintenance: Option<RawMaintenance>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMaintenance {
+    pub target_file_size_mb: Option<Spanned<u64>>,
+    pub small_file_mb: Option<Spanned<u64>>,
+    pub min_input_files: Option<Spanned<u64>>,
+    pub expire_older_than: Option<Spanned<String>>,
+    pub keep_last: Option<Spanned<u64>>,
+    pub max_manifests: Option<Spanned<u64>>,
+    pub after_run: Option<bool>,
 }
 
 #[derive(Deserialize)]

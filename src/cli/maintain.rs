@@ -1,0 +1,239 @@
+//! `pipeline maintain` and `pipeline orphans`: table upkeep, and what each printed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::args::{MaintainArgs, OrphansArgs};
+use super::progress::Progress;
+use crate::catalog::{open_project_catalog, Invocation};
+use crate::error::{Error, Result};
+use crate::maintain::{delete_orphans_safely, find_orphans, Orphans};
+use crate::output::render_table;
+use crate::run::{maintain_pipeline, MaintainOptions, MaintainReport};
+use crate::spec::{list_pipelines, load_with_catalog, TableName};
+
+/// Orphans younger than this are deleted only with `--force`.
+const SAFE_ORPHAN_MINUTES: u64 = 60;
+
+/// `pipeline maintain PIPELINE`.
+pub async fn maintain(
+    project: &std::path::Path,
+    catalog: Option<&str>,
+    args: &MaintainArgs,
+    invocation: Invocation,
+    as_json: bool,
+) -> Result<()> {
+    let MaintainArgs {
+        pipeline,
+        tables,
+        plan,
+        expire_protected,
+        wait,
+        ..
+    } = args;
+    let spec = load_with_catalog(project, pipeline, catalog)?;
+    let mut options = MaintainOptions::new(wait.lock_wait());
+    if !tables.is_empty() {
+        options.tables = Some(
+            tables
+                .iter()
+                .map(|t| {
+                    TableName::parse(t).ok_or_else(|| {
+                        Error::Usage(format!(
+                            "`{t}` is not a table name; write namespace.table, e.g. silver.orders"
+                        ))
+                    })
+                })
+                .collect::<Result<_>>()?,
+        );
+    }
+    options.plan_only = *plan;
+    options.expire_protected = *expire_protected;
+    options.invocation = invocation;
+    let report = maintain_pipeline(&spec, &options, Arc::new(Progress::stderr())).await?;
+    print_maintenance(&report, as_json);
+    Ok(())
+}
+
+/// `pipeline orphans [--delete]`.
+pub async fn orphans(
+    project: &std::path::Path,
+    catalog_name: Option<&str>,
+    args: &OrphansArgs,
+    as_json: bool,
+) -> Result<()> {
+    let OrphansArgs {
+        older_than,
+        delete,
+        force,
+        pipeline,
+        wait,
+    } = args;
+    let (older_than, delete) = (*older_than, *delete);
+    if delete && older_than < SAFE_ORPHAN_MINUTES && !*force {
+        return Err(Error::Usage(format!(
+            "--delete with --older-than {older_than} could delete files a run outside this project (or on another machine) is writing into the same warehouse right now; runs of this project's pipelines are waited for, others cannot be: use at least {SAFE_ORPHAN_MINUTES} minutes, or add --force if no such writer exists"
+        )));
+    }
+    let catalog = open_project_catalog(project, pipeline.as_deref(), catalog_name).await?;
+    let age = Duration::from_secs(older_than * 60);
+    let found = if delete {
+        let pipelines = list_pipelines(project);
+        delete_orphans_safely(
+            &catalog,
+            &pipelines,
+            age,
+            wait.lock_wait(),
+            &|pipeline, holder| {
+                eprintln!("  waiting   for the run of {pipeline} in progress to finish ({holder})")
+            },
+        )
+        .await?
+    } else {
+        find_orphans(&catalog, age).await?
+    };
+    print_orphans(&found, delete, as_json);
+    if !found.damaged.is_empty() {
+        return Err(Error::Damaged(format!(
+            "{} table(s) could not be read, and nothing under them was listed{}: {}; `pipeline check` says what is wrong",
+            found.damaged.len(),
+            if delete { " or deleted" } else { "" },
+            found
+                .damaged
+                .iter()
+                .map(|d| d.table.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// What `pipeline maintain` did (or would do), per table; also printed after a run with
+/// `[maintenance] after_run`.
+pub fn print_maintenance(report: &MaintainReport, as_json: bool) {
+    if as_json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(report).unwrap_or_default()
+        );
+        return;
+    }
+    let rows: Vec<Vec<String>> = report
+        .tables
+        .iter()
+        .map(|t| {
+            let compaction = if report.planned_only {
+                match t.compaction.groups.len() {
+                    0 => "-".to_string(),
+                    n => format!("{} files in {n} partition(s)", t.compaction.input_files()),
+                }
+            } else if t.files_in > 0 {
+                format!("{} -> {} files", t.files_in, t.files_out)
+            } else {
+                "-".to_string()
+            };
+            let manifests = if t.rewrite_manifests {
+                format!("{} -> 1", t.manifests)
+            } else {
+                t.manifests.to_string()
+            };
+            vec![
+                t.table.clone(),
+                t.compaction.data_files.to_string(),
+                t.compaction.max_files_per_partition.to_string(),
+                compaction,
+                manifests,
+                t.expired_snapshots.to_string(),
+                if report.planned_only || t.expired_snapshots == 0 {
+                    "-".into()
+                } else {
+                    format!("{} ({} bytes of data)", t.deleted_files, t.deleted_bytes)
+                },
+            ]
+        })
+        .collect();
+    let title = if report.planned_only {
+        format!(
+            "maintenance plan for pipeline {} (nothing has been changed):",
+            report.pipeline
+        )
+    } else {
+        match &report.run_id {
+            Some(id) => format!(
+                "maintenance {id} of pipeline {} in {:.2}s:",
+                report.pipeline, report.seconds
+            ),
+            None => format!(
+                "pipeline {}: every table is healthy, nothing to do",
+                report.pipeline
+            ),
+        }
+    };
+    println!("\n{title}\n");
+    let head: Vec<String> = [
+        "table",
+        "data files",
+        "most in a partition",
+        "compaction",
+        "manifests",
+        "expired snapshots",
+        "deleted files",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    print!("{}", render_table(&head, &rows));
+    for t in &report.tables {
+        if !t.skipped_partitions.is_empty() {
+            println!(
+                "{}: partitions left as they were (another writer changed their files meanwhile): {}",
+                t.table,
+                t.skipped_partitions.join(", ")
+            );
+        }
+        if let Some(note) = &t.note {
+            println!("{}: {note}", t.table);
+        }
+        if t.undeleted_files > 0 {
+            println!(
+                "{}: {} files could not be deleted; `pipeline orphans` lists them",
+                t.table, t.undeleted_files
+            );
+        }
+    }
+    if let Some(undo) = &report.undo {
+        println!("undo the compactions: {undo}");
+    }
+}
+
+/// `pipeline orphans`: the unreferenced files, and the tables that could not be read.
+fn print_orphans(found: &Orphans, deleted: bool, as_json: bool) {
+    if as_json {
+        println!(
+            "{}",
+            serde_json::json!({"orphans": found.orphans, "deleted": deleted, "damaged": found.damaged})
+        );
+        return;
+    }
+    let rows: Vec<Vec<String>> = found
+        .orphans
+        .iter()
+        .map(|o| vec![o.table.clone(), o.bytes.to_string(), o.path.clone()])
+        .collect();
+    let head: Vec<String> = ["table", "bytes", "file"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    print!("{}", render_table(&head, &rows));
+    let total: u64 = found.orphans.iter().map(|o| o.bytes).sum();
+    let verb = if deleted {
+        "deleted"
+    } else {
+        "unreferenced (run with --delete to remove)"
+    };
+    println!("{} files, {total} bytes {verb}", found.orphans.len());
+    for d in &found.damaged {
+        println!("skipped {} (cannot be read): {}", d.table, d.problem);
+    }
+}

@@ -1,0 +1,364 @@
+//! `pipeline maintain PIPELINE`: what Iceberg's own procedures do, for the tables a pipeline
+//! writes, as one recorded operation (`pipeline runs` lists it; its compactions are undone by
+//! `pipeline rollback`):
+//!
+//! ```text
+//!  lock      the pipeline's run lock (no run of it is staging files meanwhile), and a publish
+//!            an earlier command left half done is resolved                (open.rs)
+//!  plan      per table: partitions to compact, manifests to rewrite, snapshots to expire
+//!            (never the newest `keep_last`, a branch or tag head, a snapshot a recent run
+//!            record can roll back to, or one a transform's next incremental run reads from)
+//!  write     compacted files (compact::compact), not yet referenced
+//!  publish   every table's new metadata and the record in one catalog commit; a table
+//!            another writer moved meanwhile is rebased (a compacted partition it touched is
+//!            skipped and reported) and the commit tried again     (maintain_publish.rs)
+//!  delete    the files only expired snapshots referenced (not on S3 Tables, which removes
+//!            unreferenced files itself)
+//! ```
+//!
+//! A reader that is reading a table at this moment keeps the snapshot it planned on: the
+//! compaction's old files stay until a later expiry, older than `expire_older_than`, removes
+//! them.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::maintain_publish::{execute, Executed};
+use super::open::lock_and_recover;
+use super::report::Observer;
+use crate::catalog::lock::LockWait;
+use crate::catalog::{Invocation, PipelineCatalog};
+use crate::commit::summary::INPUTS;
+use crate::commit::{expirable, Expiry};
+use crate::compact::{select, CompactionPlan, Sizes};
+use crate::error::{Error, Result};
+use crate::spec::{Pipeline, TableName};
+
+/// How `pipeline maintain` is asked to run.
+#[derive(Debug, Clone)]
+pub struct MaintainOptions {
+    /// Only these tables (each must be one the pipeline writes); `None`: all of them.
+    pub tables: Option<Vec<TableName>>,
+    /// Say what would be done; change nothing (no lock is taken).
+    pub plan_only: bool,
+    /// Also expire the snapshots kept for a reason: those recent run records can roll back to
+    /// (their rollback stops working) and those transforms' next incremental runs read from
+    /// (they recompute whole).
+    pub expire_protected: bool,
+    /// How long to wait for a run of the pipeline that holds its lock.
+    pub wait: LockWait,
+    pub invocation: Invocation,
+    /// The moment snapshot ages are measured from (default: now).
+    pub now: Option<DateTime<Utc>>,
+}
+
+impl MaintainOptions {
+    /// Maintain every table of the pipeline, waiting up to `wait` for a run to finish.
+    pub fn new(wait: LockWait) -> MaintainOptions {
+        MaintainOptions {
+            tables: None,
+            plan_only: false,
+            expire_protected: false,
+            wait,
+            invocation: Invocation::current(None, None),
+            now: None,
+        }
+    }
+}
+
+/// What maintenance did (or, planned only, would do) to one table.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TableMaintenance {
+    pub table: String,
+    /// Partitions compacted (planned), with their files.
+    pub compaction: CompactionPlan,
+    /// Files replaced and written, and rows carried, when the compaction ran.
+    pub files_in: u64,
+    pub files_out: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Partitions left as they were because another writer changed their files meanwhile.
+    pub skipped_partitions: Vec<String>,
+    /// Data manifests of the current snapshot, and whether they are (to be) rewritten as one.
+    pub manifests: u64,
+    pub rewrite_manifests: bool,
+    /// Snapshots expired (planned: expirable now).
+    pub expired_snapshots: u64,
+    /// Files deleted after the expiry was published, data files among them, their bytes.
+    pub deleted_files: u64,
+    pub deleted_data_files: u64,
+    pub deleted_bytes: u64,
+    /// Files that could not be deleted (`pipeline orphans` lists them later).
+    pub undeleted_files: u64,
+    /// `main` before and after.
+    pub snapshot_before: Option<i64>,
+    pub snapshot_after: Option<i64>,
+    /// Why nothing was done, when nothing was.
+    pub note: Option<String>,
+}
+
+impl TableMaintenance {
+    /// Whether the table needs (or got) any change.
+    pub fn changes(&self) -> bool {
+        !self.compaction.groups.is_empty() || self.rewrite_manifests || self.expired_snapshots > 0
+    }
+}
+
+/// What `pipeline maintain` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct MaintainReport {
+    pub pipeline: String,
+    /// The record of the operation; `None` when planned only or nothing needed doing.
+    pub run_id: Option<String>,
+    pub planned_only: bool,
+    pub seconds: f64,
+    pub tables: Vec<TableMaintenance>,
+    /// The command that undoes the compactions and manifest rewrites (expiry cannot be undone).
+    pub undo: Option<String>,
+}
+
+/// One table to maintain, as planned.
+pub(super) struct Planned {
+    pub name: TableName,
+    pub table: iceberg::table::Table,
+    pub target: usize,
+    pub expiry: Expiry,
+    pub report: TableMaintenance,
+}
+
+/// Maintains the tables of `pipeline` (see the module doc). Takes the pipeline's run lock.
+pub async fn maintain_pipeline(
+    pipeline: &Pipeline,
+    options: &MaintainOptions,
+    observer: Arc<dyn Observer>,
+) -> Result<MaintainReport> {
+    let catalog = PipelineCatalog::connect(&pipeline.catalog).await?;
+    if options.plan_only {
+        return maintain_locked(&catalog, pipeline, options, observer).await;
+    }
+    let _locked =
+        lock_and_recover(&catalog, &pipeline.name, options.wait, observer.clone()).await?;
+    maintain_locked(&catalog, pipeline, options, observer).await
+}
+
+/// Maintains the tables of `pipeline` on `catalog`; the caller holds the pipeline's run lock
+/// (or only plans).
+pub(super) async fn maintain_locked(
+    catalog: &PipelineCatalog,
+    pipeline: &Pipeline,
+    options: &MaintainOptions,
+    observer: Arc<dyn Observer>,
+) -> Result<MaintainReport> {
+    let clock = Instant::now();
+    let now = options.now.unwrap_or_else(Utc::now);
+    let planned = plan(catalog, pipeline, options, now).await?;
+    let mut report = MaintainReport {
+        pipeline: pipeline.name.clone(),
+        run_id: None,
+        planned_only: options.plan_only,
+        seconds: 0.0,
+        tables: Vec::new(),
+        undo: None,
+    };
+    if options.plan_only || !planned.iter().any(|p| p.report.changes()) {
+        report.tables = planned.into_iter().map(|p| p.report).collect();
+        report.seconds = clock.elapsed().as_secs_f64();
+        return Ok(report);
+    }
+    let Executed { record, tables } =
+        execute(catalog, pipeline, planned, &options.invocation, observer).await?;
+    report.undo = record.as_ref().and_then(|r| r.undo_command());
+    report.run_id = record.map(|r| r.run_id);
+    report.tables = tables;
+    report.seconds = clock.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// `after_run = true`: maintains the tables a run just published, under the run's lock, as
+/// its own recorded operation. A failure is returned as text: the run stays published.
+pub(super) async fn after_run(
+    catalog: &PipelineCatalog,
+    pipeline: &Pipeline,
+    tables: &[String],
+    invocation: &Invocation,
+    observer: Arc<dyn Observer>,
+) -> std::result::Result<MaintainReport, String> {
+    let options = MaintainOptions {
+        tables: Some(tables.iter().filter_map(|t| TableName::parse(t)).collect()),
+        invocation: invocation.clone(),
+        ..MaintainOptions::new(LockWait(None))
+    };
+    maintain_locked(catalog, pipeline, &options, observer)
+        .await
+        .map_err(|e| {
+            tracing::warn!(pipeline = %pipeline.name, error = %e, "maintenance after the run failed");
+            e.to_string()
+        })
+}
+
+/// The tables `pipeline` writes (with their jobs' target file sizes), quarantine tables
+/// included, in spec order.
+fn written_tables(pipeline: &Pipeline) -> Vec<(TableName, usize)> {
+    let mut out: Vec<(TableName, usize)> = Vec::new();
+    let mut push = |t: &TableName, size: usize| {
+        if !out.iter().any(|(o, _)| o == t) {
+            out.push((t.clone(), size));
+        }
+    };
+    for job in &pipeline.ingests {
+        push(&job.table, job.target_file_size);
+        push(&job.table.quarantine(), job.target_file_size);
+    }
+    for job in &pipeline.transforms {
+        push(&job.table, job.target_file_size);
+        push(&job.table.quarantine(), job.target_file_size);
+    }
+    out
+}
+
+/// Plans every table: what to compact, whether to rewrite manifests, what may expire.
+async fn plan(
+    catalog: &PipelineCatalog,
+    pipeline: &Pipeline,
+    options: &MaintainOptions,
+    now: DateTime<Utc>,
+) -> Result<Vec<Planned>> {
+    let settings = &pipeline.maintenance;
+    let written = written_tables(pipeline);
+    if let Some(asked) = &options.tables {
+        for t in asked {
+            if !written.iter().any(|(w, _)| w == t) {
+                return Err(Error::Usage(format!(
+                    "pipeline {} does not write {t}; it writes {}",
+                    pipeline.name,
+                    written
+                        .iter()
+                        .filter(|(w, _)| !w.name.ends_with("__quarantine"))
+                        .map(|(w, _)| w.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+    }
+    let window_start = now
+        - chrono::Duration::from_std(settings.expire_older_than)
+            .unwrap_or_else(|_| chrono::Duration::days(36_500));
+    let protect = if options.expire_protected {
+        HashSet::new()
+    } else {
+        rollback_points(catalog, &pipeline.name, window_start).await?
+    };
+    let mut tables = Vec::new();
+    for (name, size) in &written {
+        let Some(table) = catalog.load(name).await? else {
+            continue;
+        };
+        tables.push((name.clone(), *size, table));
+    }
+    // Snapshots the transforms' next incremental runs read from: expiring one would make
+    // that run recompute its whole table.
+    let mut read_from: HashSet<i64> = HashSet::new();
+    for (_, _, table) in &tables {
+        if let Some(text) = table
+            .metadata()
+            .current_snapshot()
+            .and_then(|s| s.summary().additional_properties.get(INPUTS).cloned())
+        {
+            if let Ok(inputs) =
+                serde_json::from_str::<std::collections::BTreeMap<String, Option<i64>>>(&text)
+            {
+                read_from.extend(inputs.into_values().flatten());
+            }
+        }
+    }
+    let only: Option<BTreeSet<String>> = options
+        .tables
+        .as_ref()
+        .map(|t| t.iter().map(|n| n.to_string()).collect());
+    let mut planned = Vec::new();
+    for (name, job_target, table) in tables {
+        if only
+            .as_ref()
+            .is_some_and(|o| !o.contains(&name.to_string()))
+        {
+            continue;
+        }
+        let target = settings.target_for(job_target);
+        let sizes = Sizes {
+            target,
+            small_below: settings.small_below(target),
+            min_input_files: settings.min_input_files,
+        };
+        let metadata = table.metadata();
+        let compaction = select(table.file_io(), metadata, sizes).await?;
+        let current = metadata.current_snapshot_id();
+        let mut protect = protect.clone();
+        if !options.expire_protected {
+            protect.extend(read_from.iter().copied());
+        }
+        // The snapshot this maintenance starts from: its undo goes back to it.
+        protect.extend(current);
+        let expiry = Expiry {
+            keep_last: settings.keep_last,
+            before_ms: Some(window_start.timestamp_millis()),
+            protect,
+            batch: false,
+        };
+        let expired_snapshots = current.map_or(0, |head| expirable(metadata, head, &expiry).len());
+        let rewrite_manifests = compaction.data_manifests > settings.max_manifests as u64;
+        let note = compaction.skipped.clone().or_else(|| {
+            current
+                .is_none()
+                .then(|| "the table has no snapshot yet".to_string())
+        });
+        planned.push(Planned {
+            report: TableMaintenance {
+                table: name.to_string(),
+                manifests: compaction.data_manifests,
+                rewrite_manifests,
+                expired_snapshots: expired_snapshots as u64,
+                snapshot_before: current,
+                snapshot_after: current,
+                note,
+                compaction,
+                ..TableMaintenance::default()
+            },
+            name,
+            table,
+            target,
+            expiry,
+        });
+    }
+    Ok(planned)
+}
+
+/// The snapshots run records of `pipeline` finished since `since` can roll back to (or undo):
+/// each table's `main` before and after such a run.
+async fn rollback_points(
+    catalog: &PipelineCatalog,
+    pipeline: &str,
+    since: DateTime<Utc>,
+) -> Result<HashSet<i64>> {
+    let mut out = HashSet::new();
+    for record in catalog.runs().await? {
+        if record.pipeline != pipeline {
+            continue;
+        }
+        let recent = DateTime::parse_from_rfc3339(&record.finished_at)
+            .map(|t| t.with_timezone(&Utc) >= since)
+            .unwrap_or(true);
+        if !recent {
+            continue;
+        }
+        for t in &record.tables {
+            out.extend(t.snapshot_before);
+            out.extend(t.snapshot_after);
+        }
+    }
+    Ok(out)
+}
