@@ -383,4 +383,40 @@ mod tests {
             Scope::Full("new input bronze.orders".into())
         );
     }
+
+    #[tokio::test]
+    async fn a_compacted_input_changed_no_row() {
+        let replace = job(TransformMode::ReplacePartitions, true);
+        let full = job(TransformMode::FullRefresh, false);
+        for j in [&replace, &full] {
+            let world = world_of(j, true).await;
+            // bronze's March file rewritten into another (a compaction): the same rows.
+            let t = published(&world.bronze);
+            let c = world.w.file(&t, "c", MARCH_2024, 10);
+            let removed = world.bronze.files.iter().map(|f| f.file_path().to_string());
+            let compacted = world
+                .w
+                .stage(t, vec![c], WriteMode::Compact(removed.collect()))
+                .await;
+            assert_eq!(
+                world
+                    .decide(j, reader(&world.w, &compacted), None, false)
+                    .await,
+                Scope::UpToDate
+            );
+            if j.mode != TransformMode::ReplacePartitions {
+                continue;
+            }
+            // An append after it: only the appended rows' month is recomputed.
+            let t = published(&compacted);
+            let d = world.w.file(&t, "d", MARCH_2024 + 2, 3);
+            let appended = world.w.stage(t, vec![d], WriteMode::Append).await;
+            assert_eq!(
+                world
+                    .decide(j, reader(&world.w, &appended), None, false)
+                    .await,
+                Scope::Range(months(&[MARCH_2024 + 2]))
+            );
+        }
+    }
 }

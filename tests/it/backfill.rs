@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::common::Project;
+use crate::common::{action, Project};
 
 type Files = BTreeMap<String, (String, String)>;
 
@@ -15,19 +15,6 @@ fn split(files: &Files, partition: &str) -> (Files, Files) {
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .partition(|(_, (p, _))| p == partition)
-}
-
-/// What a run report says a job did to `table`.
-fn action_of(report: &serde_json::Value, table: &str) -> String {
-    report["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|j| j["table"] == table)
-        .unwrap_or_else(|| panic!("no job for {table}"))["action"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 const TRANSFORMS: [&str; 6] = [
@@ -198,7 +185,7 @@ fn late_rows_recompute_only_their_months_and_match_a_clean_run() {
     let before = p.files("silver.orders");
     p.write("sample-data/retail/orders/pos_late.csv", LATE);
     let report = p.json(&["run", "retail"]);
-    let action = |t: &str| action_of(&report, t);
+    let action = |t: &str| action(&report, t);
     assert_eq!(
         action("silver.orders"),
         "replace order_date_month in 2026-01, 2026-04"
@@ -301,7 +288,7 @@ fn a_month_whose_rows_disappear_is_deleted_by_partition() {
         "order_id,customer_id,order_ts,product,quantity,unit_price,status\n",
     );
     let report = p.json(&["run", "retail", "--reload-changed"]);
-    let action = |t: &str| action_of(&report, t);
+    let action = |t: &str| action(&report, t);
     assert_eq!(
         action("silver.orders"),
         "replace order_date_month in 2026-04"

@@ -353,3 +353,14 @@ impl Paused {
         (ok, log, stdout.recv().unwrap())
     }
 }
+
+/// What a run report (`run --json`) says a job did to `table` (empty when no job wrote it).
+pub fn action(report: &Value, table: &str) -> String {
+    report["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["table"] == table)
+        .map(|j| j["action"].as_str().unwrap().to_string())
+        .unwrap_or_default()
+}

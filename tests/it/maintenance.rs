@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::Project;
+use crate::common::{action, Project};
 
 const HEADER: &str = "order_id,customer_id,order_ts,product,quantity,unit_price,status\n";
 
@@ -50,16 +50,6 @@ fn every_table(p: &Project) -> Vec<(String, Vec<Vec<Option<String>>>)> {
             (t, rows)
         })
         .collect()
-}
-
-fn action(report: &Value, table: &str) -> String {
-    report["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|j| j["table"] == table)
-        .map(|j| j["action"].as_str().unwrap().to_string())
-        .unwrap_or_default()
 }
 
 #[test]
@@ -530,4 +520,42 @@ fn maintenance_settings_are_checked_with_their_position() {
     let (code, message) = p.fails(&["maintain", "retail", "--tables", "gold.nope"]);
     assert_eq!(code, 2, "{message}");
     assert!(message.contains("does not write gold.nope"), "{message}");
+}
+
+#[test]
+fn many_small_manifests_are_rewritten_into_one() {
+    let p = Project::retail();
+    let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
+    p.write(
+        "pipelines/retail.toml",
+        &format!("{spec}\n[maintenance]\nmax_manifests = 2\nmin_input_files = 50\n"),
+    );
+    p.json(&["run", "retail"]);
+    for k in 0..3 {
+        small_load(&p, "retail", &format!("jan_{k}"), 7000 + k, 1);
+    }
+    let before = every_table(&p);
+    let readers = p.independent_readers();
+    let plan = p.json(&["maintain", "retail", "--plan"]);
+    let planned = table_report(&plan, "bronze.pos_orders");
+    assert!(planned["manifests"].as_u64().unwrap() > 2, "{planned}");
+    assert_eq!(planned["rewrite_manifests"], true);
+    let done = p.json(&["maintain", "retail"]);
+    assert_eq!(
+        table_report(&done, "bronze.pos_orders")["rewrite_manifests"],
+        true
+    );
+    let after = p.json(&["maintain", "retail", "--plan"]);
+    assert_eq!(
+        table_report(&after, "bronze.pos_orders")["manifests"],
+        1,
+        "{after}"
+    );
+    assert_eq!(every_table(&p), before);
+    assert_eq!(p.independent_readers(), readers);
+    let history = p.json(&["history", "bronze.pos_orders"]);
+    let last = history.as_array().unwrap().last().unwrap();
+    assert_eq!(last["operation"], "replace");
+    assert_eq!(last["added_files"], 0);
+    assert_eq!(last["deleted_files"], 0);
 }

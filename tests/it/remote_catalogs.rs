@@ -4,7 +4,7 @@
 //! a backfill and a rollback; conflicts behave as on the embedded catalog; a publish killed
 //! half way is completed by the next command; PyIceberg reads what the engine wrote.
 
-use crate::common::Project;
+use crate::common::{action, Project};
 use crate::remote::{Rustberg, SECRET};
 
 /// Columns that differ between two projects or runs by nature (paths, times, run ids).
@@ -563,17 +563,6 @@ fn rest_with_a_bearer_token_named_in_the_spec() {
     );
 }
 
-/// What a job of a run report did to `table`.
-fn action(report: &serde_json::Value, table: &str) -> String {
-    report["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|j| j["table"] == table)
-        .map(|j| j["action"].as_str().unwrap().to_string())
-        .unwrap_or_default()
-}
-
 #[test]
 fn every_command_works_on_s3tables_as_on_the_embedded_catalog() {
     let remote = Project::retail().on_s3tables();
@@ -657,4 +646,145 @@ fn every_command_works_on_s3tables_as_on_the_embedded_catalog() {
         message.contains("S3 Tables removes unreferenced files itself"),
         "{message}"
     );
+}
+
+/// S3 Tables compacts and rewrites manifests on its own: here another process does it (a copy
+/// of the pipeline under another name, so with its own run lock) while a run is staged. The
+/// run's append, replace and overwrite snapshots are produced again on top of those `replace`
+/// snapshots, and a rollback over a later compaction is allowed; every table ends as on the
+/// embedded catalog without any maintenance.
+#[test]
+fn s3tables_a_run_meeting_another_process_compaction_rebases_over_it() {
+    let header = "order_id,customer_id,order_ts,product,quantity,unit_price,status\n";
+    let local = Project::retail();
+    let remote = Project::retail();
+    let spec = std::fs::read_to_string(remote.path().join("pipelines/retail.toml")).unwrap();
+    remote.write(
+        "pipelines/upkeep.toml",
+        &format!(
+            "{}\n[maintenance]\nmin_input_files = 2\nmax_manifests = 1\n",
+            spec.replace("name = \"retail\"", "name = \"upkeep\"")
+        ),
+    );
+    let remote = remote.on_s3tables();
+    let steps: Vec<(String, String)> = (0..2)
+        .map(|k| {
+            (
+                format!("sample-data/retail/orders/mar_{k}.csv"),
+                format!(
+                    "{header}{},1,2026-03-1{k} 10:00:00,Mug,1,9.50,shipped\n",
+                    7000 + k
+                ),
+            )
+        })
+        .collect();
+    for p in [&local, &remote] {
+        p.json(&["run", "retail"]);
+        for (file, text) in &steps {
+            p.write(file, text);
+            p.json(&["run", "retail"]);
+        }
+    }
+    let late = format!("{header}7100,2,2026-03-20 10:00:00,Tea,3,4.00,shipped\n");
+    local.write("sample-data/retail/orders/late.csv", &late);
+    local.json(&["run", "retail", "--full-refresh"]);
+
+    remote.write("sample-data/retail/orders/late.csv", &late);
+    let gate = remote.path().join("gate");
+    let run = remote.start_paused(&["run", "retail", "--full-refresh"], "staged", Some(gate));
+    let upkeep = remote.json(&["maintain", "upkeep"]);
+    let compacted: Vec<&str> = upkeep["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["files_in"].as_u64().unwrap() > 0 || t["rewrite_manifests"] == true)
+        .map(|t| t["table"].as_str().unwrap())
+        .collect();
+    assert!(compacted.contains(&"bronze.pos_orders"), "{upkeep}");
+    assert!(compacted.contains(&"silver.orders"), "{upkeep}");
+    let (ok, log) = run.release();
+    assert!(ok, "{log}");
+    assert!(log.contains("rebasing"), "{log}");
+    assert_eq!(contents_of_all(&remote), contents_of_all(&local));
+
+    // A compaction after a run does not stop its rollback.
+    remote.write(
+        "sample-data/retail/orders/mar_more.csv",
+        &format!("{header}7200,1,2026-03-22 10:00:00,Mug,1,9.50,shipped\n"),
+    );
+    remote.json(&["run", "retail"]);
+    let newest = remote.json(&["runs"]).as_array().unwrap().last().unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    remote.json(&["maintain", "upkeep"]);
+    remote.json(&["rollback", &newest]);
+    assert_eq!(contents_of_all(&remote), contents_of_all(&local));
+}
+
+/// `pipeline maintain` on a REST catalog (files on S3): compaction, then expiry deleting the
+/// files only expired snapshots referenced; the tables stay equal to the embedded catalog's
+/// and every file they need is there.
+#[test]
+fn rest_maintenance_compacts_and_deletes_what_expiry_frees() {
+    let header = "order_id,customer_id,order_ts,product,quantity,unit_price,status\n";
+    let server = Rustberg::start();
+    let local = Project::retail();
+    let remote = Project::retail();
+    for p in [&local, &remote] {
+        let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
+        p.write(
+            "pipelines/retail.toml",
+            &format!("{spec}\n[maintenance]\nexpire_older_than = \"0s\"\n"),
+        );
+    }
+    let remote = remote.on_rest(&server, true);
+    let mut reports = Vec::new();
+    for p in [&local, &remote] {
+        p.json(&["run", "retail"]);
+        for k in 0..5 {
+            p.write(
+                &format!("sample-data/retail/orders/mar_{k}.csv"),
+                &format!(
+                    "{header}{},1,2026-03-1{k} 10:00:00,Mug,1,9.50,shipped\n",
+                    7000 + k
+                ),
+            );
+            p.json(&["run", "retail"]);
+        }
+        let first = p.json(&["maintain", "retail"]);
+        p.write(
+            "sample-data/retail/orders/apr.csv",
+            &format!("{header}7100,1,2026-04-02 10:00:00,Mug,1,9.50,shipped\n"),
+        );
+        p.json(&["run", "retail"]);
+        let second = p.json(&["maintain", "retail"]);
+        reports.push((first, second));
+    }
+    let pos = |report: &serde_json::Value| {
+        report["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["table"] == "bronze.pos_orders")
+            .unwrap()
+            .clone()
+    };
+    let (first, second) = &reports[1];
+    assert_eq!(pos(first)["files_in"], 6, "{first}");
+    assert_eq!(pos(first)["files_out"], 1, "{first}");
+    assert!(
+        pos(second)["deleted_data_files"].as_u64().unwrap() >= 6,
+        "{second}"
+    );
+    assert_eq!(pos(second)["undeleted_files"], 0, "{second}");
+    assert_eq!(
+        pos(&reports[0].1)["deleted_data_files"],
+        pos(second)["deleted_data_files"]
+    );
+    assert_eq!(contents_of_all(&remote), contents_of_all(&local));
+    for t in remote.json(&["check"]).as_array().unwrap() {
+        assert!(t["problems"].as_array().unwrap().is_empty(), "{t}");
+    }
+    pyiceberg_agrees(&remote, Some(&server));
 }
