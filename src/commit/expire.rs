@@ -15,7 +15,7 @@
 use std::collections::{HashMap, HashSet};
 
 use iceberg::io::FileIO;
-use iceberg::spec::{SnapshotRef, TableMetadata};
+use iceberg::spec::{SnapshotRef, TableMetadata, TableProperties};
 
 use super::ledger::{self, CheckpointEntry, LoadedFile, CHECKPOINT_KEY};
 use super::staged::StagedTable;
@@ -195,6 +195,40 @@ pub fn expirable(metadata: &TableMetadata, head: i64, expiry: &Expiry) -> HashSe
         }
     }
     expired
+}
+
+/// Metadata files `pipeline maintain` keeps in a table's metadata log (the newest ones); older
+/// log entries are dropped and their files deleted once the change is published.
+pub const METADATA_LOG_KEPT: usize = 10;
+
+/// `metadata` with its metadata log cut to the newest [`METADATA_LOG_KEPT`] entries, and the
+/// files of the entries cut (no snapshot reads them: they are earlier versions of the table's
+/// metadata). Left as it is when the table sets `write.metadata.previous-versions-max` itself.
+pub fn trim_metadata_log(metadata: TableMetadata) -> Result<(TableMetadata, Vec<String>)> {
+    let key = TableProperties::PROPERTY_METADATA_PREVIOUS_VERSIONS_MAX;
+    if metadata.properties().contains_key(key) || metadata.metadata_log().len() <= METADATA_LOG_KEPT
+    {
+        return Ok((metadata, Vec::new()));
+    }
+    let cut = metadata
+        .into_builder(None)
+        .set_properties(HashMap::from([(
+            key.to_string(),
+            METADATA_LOG_KEPT.to_string(),
+        )]))?
+        .build()?;
+    let dropped = cut
+        .expired_metadata_logs
+        .iter()
+        .map(|l| l.metadata_file.clone())
+        .collect();
+    let metadata = cut
+        .metadata
+        .into_builder(None)
+        .remove_properties(&[key.to_string()])?
+        .build()?
+        .metadata;
+    Ok((metadata, dropped))
 }
 
 /// `id` and its ancestors present in the metadata, newest first.

@@ -63,7 +63,10 @@ mod unreferenced;
 mod widen;
 
 pub use diff::{changed_files, file_times, FileTimes};
-pub use expire::{expirable, expire_metadata, expire_snapshots, expire_with, Expired, Expiry};
+pub use expire::{
+    expirable, expire_metadata, expire_snapshots, expire_with, trim_metadata_log, Expired, Expiry,
+    METADATA_LOG_KEPT,
+};
 pub use job::{JobContext, JobKind};
 pub use label::partition_label;
 pub use manifests::manifest_list;

@@ -19,8 +19,8 @@ use crate::commit::publish::{
 };
 use crate::commit::summary::{total_records, JOB, PIPELINE, RUN_ID};
 use crate::commit::{
-    expire_metadata, stage_snapshot, unreferenced_files, Expired, StagedTable, TableTarget,
-    WriteMode,
+    expire_metadata, stage_snapshot, trim_metadata_log, unreferenced_files, Expired, StagedTable,
+    TableTarget, WriteMode,
 };
 use crate::compact::compact;
 use crate::error::{Error, Result};
@@ -37,9 +37,21 @@ pub(super) struct Executed {
 /// One table's change in one publish attempt.
 struct Change {
     change: TableChange,
+    /// After the publish: what to report and delete.
+    after: After,
+}
+
+/// What a published change leaves to do and report.
+struct After {
+    /// The table's index in the plan.
+    index: usize,
     record: TableRecord,
+    /// The metadata published.
+    kept: Option<TableMetadata>,
     expired: Option<Expired>,
     rewrote_manifests: bool,
+    /// Earlier metadata files cut from the metadata log.
+    old_metadata: Vec<String>,
 }
 
 pub(super) async fn execute(
@@ -116,16 +128,22 @@ pub(super) async fn execute(
             invocation,
         )
         .finished_now()
-        .with_tables(changes.iter().map(|(_, c)| c.record.clone()).collect());
+        .with_tables(
+            changes
+                .iter()
+                .map(|(_, c)| c.after.record.clone())
+                .collect(),
+        );
         let mut publication = Publication {
             record: Some(record.clone()),
             ..Publication::default()
         };
         let mut done = Vec::new();
-        for (i, c) in changes {
-            let kept = c.change.metadata.clone();
+        for (i, mut c) in changes {
+            c.after.index = i;
+            c.after.kept = c.change.metadata.clone();
             publication.changes.push(c.change);
-            done.push((i, c.record, c.expired, c.rewrote_manifests, kept));
+            done.push(c.after);
         }
         let conflicts = match publisher.try_publish(&publication).await? {
             PublishOutcome::Published(_) => {
@@ -143,7 +161,7 @@ pub(super) async fn execute(
             });
         }
         for c in conflicts {
-            let i = done[c].0;
+            let i = done[c].index;
             observer.rebasing(&planned[i].name, attempt);
             let Some(staged) = compacted[i].take() else {
                 continue; // rebuilt on the table as it is now at the next attempt
@@ -180,22 +198,30 @@ pub(super) async fn execute(
         });
     };
     let mut reports: Vec<TableMaintenance> = planned.into_iter().map(|p| p.report).collect();
-    for (i, table_record, expired, rewrote, kept) in done {
-        let report = &mut reports[i];
-        report.snapshot_before = table_record.snapshot_before;
-        report.snapshot_after = table_record.snapshot_after;
-        report.rewrite_manifests = rewrote;
-        report.expired_snapshots = expired.as_ref().map_or(0, |e| e.snapshots.len() as u64);
-        if compacted[i].is_none() {
+    for after in done {
+        let report = &mut reports[after.index];
+        report.snapshot_before = after.record.snapshot_before;
+        report.snapshot_after = after.record.snapshot_after;
+        report.rewrite_manifests = after.rewrote_manifests;
+        report.expired_snapshots = after
+            .expired
+            .as_ref()
+            .map_or(0, |e| e.snapshots.len() as u64);
+        if compacted[after.index].is_none() {
             report.compaction.groups.clear();
         }
-        let Some(expired) = expired else { continue };
+        for path in &after.old_metadata {
+            delete(catalog, path, report).await;
+        }
+        let Some(expired) = after.expired else {
+            continue;
+        };
         if catalog.kind() == "s3tables" {
             report.note =
                 Some("S3 Tables removes the files expired snapshots referenced itself".into());
             continue;
         }
-        if let Some(kept) = kept {
+        if let Some(kept) = after.kept {
             delete_unreferenced(catalog, &kept, &expired, report).await?;
         }
     }
@@ -263,22 +289,37 @@ async fn build(
     let Some(operation) = operation.or(expired.as_ref().map(|_| "expire_snapshots")) else {
         return Ok(None);
     };
+    // The embedded catalog's metadata log is ours to keep short (a REST server keeps its own;
+    // S3 Tables removes unreferenced files itself).
+    let old_metadata = if catalog.local_warehouse().is_some() {
+        let (trimmed, dropped) = trim_metadata_log(metadata)?;
+        metadata = trimmed;
+        dropped
+    } else {
+        Vec::new()
+    };
+    let rows = total_records(metadata.current_snapshot());
     Ok(Some(Change {
-        record: TableRecord {
-            table: p.name.to_string(),
-            operation: operation.into(),
-            partitions: None,
-            snapshot_before: before,
-            snapshot_after: Some(head),
-            rows: total_records(metadata.current_snapshot()),
+        after: After {
+            index: 0,
+            kept: None,
+            expired,
+            rewrote_manifests,
+            old_metadata,
+            record: TableRecord {
+                table: p.name.to_string(),
+                operation: operation.into(),
+                partitions: None,
+                snapshot_before: before,
+                snapshot_after: Some(head),
+                rows,
+            },
         },
         change: TableChange {
             table: p.name.clone(),
             expected_location: Some(base_location),
             metadata: Some(metadata),
         },
-        expired,
-        rewrote_manifests,
     }))
 }
 
@@ -306,18 +347,23 @@ async fn delete_unreferenced(
     expired: &Expired,
     report: &mut TableMaintenance,
 ) -> Result<()> {
-    let file_io = catalog.file_io();
-    let unreferenced = unreferenced_files(file_io, kept, expired).await?;
+    let unreferenced = unreferenced_files(catalog.file_io(), kept, expired).await?;
     for path in &unreferenced.files {
-        match file_io.delete(path).await {
-            Ok(()) => report.deleted_files += 1,
-            Err(e) => {
-                tracing::warn!(file = %path, error = %e, "could not delete a file expired snapshots referenced");
-                report.undeleted_files += 1;
-            }
-        }
+        delete(catalog, path, report).await;
     }
     report.deleted_data_files = unreferenced.data_files;
     report.deleted_bytes = unreferenced.data_bytes;
     Ok(())
+}
+
+/// Deletes one file no kept snapshot needs, counting it (or, when it cannot be deleted, the
+/// failure: the commit is in, and `pipeline orphans` finds the file later).
+async fn delete(catalog: &PipelineCatalog, path: &str, report: &mut TableMaintenance) {
+    match catalog.file_io().delete(path).await {
+        Ok(()) => report.deleted_files += 1,
+        Err(e) => {
+            tracing::warn!(file = %path, error = %e, "could not delete a file no snapshot needs");
+            report.undeleted_files += 1;
+        }
+    }
 }

@@ -10,8 +10,8 @@
    `[schedule] cron = "0 2 * * *"` (UTC); mode `maintained` adds `[maintenance] after_run =
    true` with `expire_older_than = "0s"` and `keep_last = 7` (the injected clock does not age
    snapshots, so a week of retention is kept by count). Then, for each day D of the year:
-   the day's POS file (and, on the first of a month, the previous month's web file; on day 1
-   the customer file) lands in the project, and `pipeline schedule tick --now <D+1>T02:05Z`
+   the day's POS file and web orders (the monthly web files split by order date; on day 1
+   the customer file too) land in the project, and `pipeline schedule tick --now <D+1>T02:05Z`
    serves the 02:00 tick: one child process, timed with its own rusage (wall, CPU, peak RSS).
 3. After the last day: per table the live data files, the most files in one partition, the
    current metadata file's bytes and the bytes of the whole metadata folder.
@@ -88,18 +88,43 @@ def new_project(path, data, maintained):
         (path / "sample-data" / "retail" / sub).mkdir(parents=True)
 
 
+def split_web(data):
+    """The monthly web files split into one file per day (by the order's own date; a line
+    whose date cannot be read goes with the month's first day), cached in DATA/web-daily."""
+    out = data / "web-daily"
+    if (out / ".done").exists():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    for month_file in sorted((data / "sample-data" / "retail" / "web").glob("web_*.jsonl")):
+        first = month_file.stem[len("web_"):] + "-01"
+        days = {}
+        for line in month_file.read_text().splitlines(keepends=True):
+            try:
+                day = str(json.loads(line)["order_ts"])[:10]
+                dt.date.fromisoformat(day)
+                if day[:7] != first[:7]:
+                    day = first
+            except (ValueError, KeyError, TypeError):
+                day = first
+            days.setdefault(day, []).append(line)
+        for day, lines in days.items():
+            (out / f"web_{day}.jsonl").write_text("".join(lines))
+    (out / ".done").write_text("1")
+    return out
+
+
 def land(project, data, day):
-    """The files that exist by the tick after `day` (a date of 2025)."""
+    """The files that exist by the tick after `day` (a date of 2025): that day's POS file and
+    web orders, and on day 1 the customer file."""
     src = data / "sample-data" / "retail"
     dst = project / "sample-data" / "retail"
     if day == dt.date(2025, 1, 1):
         shutil.copy(src / "customers" / "customers.csv", dst / "customers" / "customers.csv")
     shutil.copy(src / "orders" / f"pos_{day.isoformat()}.csv", dst / "orders")
-    tomorrow = day + dt.timedelta(days=1)
-    if tomorrow.day == 1:
-        month = f"web_{day.year}-{day.month:02}.jsonl"
-        if (src / "web" / month).exists():
-            shutil.copy(src / "web" / month, dst / "web")
+    web = split_web(data) / f"web_{day.isoformat()}.jsonl"
+    if web.exists():
+        shutil.copy(web, dst / "web")
 
 
 def table_stats(binary, project):
