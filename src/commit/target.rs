@@ -46,6 +46,27 @@ pub struct TableTarget {
     pub reshaped: bool,
 }
 
+impl TableTarget {
+    /// The table as it is at `location`, unchanged, as the base of its next version: the
+    /// metadata log gets `location`, as every new version's log must.
+    pub fn unchanged(
+        table: &TableName,
+        metadata: &TableMetadata,
+        location: &str,
+    ) -> Result<TableTarget> {
+        Ok(TableTarget {
+            table: table.clone(),
+            base_location: Some(location.to_string()),
+            metadata: metadata
+                .clone()
+                .into_builder(Some(location.to_string()))
+                .build()?
+                .metadata,
+            reshaped: false,
+        })
+    }
+}
+
 /// Loads `table` (or prepares its creation) with exactly `columns` and `partition_by`,
 /// evolving an existing table's schema by field id as `evolution` allows.
 pub async fn prepare_target(

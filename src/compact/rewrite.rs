@@ -121,12 +121,7 @@ pub async fn compact(
         new_files.extend(files);
     }
     let removed: BTreeSet<String> = wanted.iter().map(|p| p.to_string()).collect();
-    let target = TableTarget {
-        table: name.clone(),
-        base_location: Some(table.metadata_location_result()?.to_string()),
-        metadata: metadata.clone(),
-        reshaped: false,
-    };
+    let target = TableTarget::unchanged(name, metadata, table.metadata_location_result()?)?;
     let staged = stage_snapshot(
         target,
         new_files,

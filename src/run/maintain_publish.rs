@@ -249,9 +249,10 @@ async fn build(
         ),
         None => {
             let current = catalog.load_existing(&p.name).await?;
+            let location = current.metadata_location_result()?;
             (
-                current.metadata().clone(),
-                Some(current.metadata_location_result()?.to_string()),
+                TableTarget::unchanged(&p.name, current.metadata(), location)?.metadata,
+                Some(location.to_string()),
                 current.metadata().current_snapshot_id(),
                 None,
             )

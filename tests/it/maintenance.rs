@@ -228,6 +228,9 @@ fn a_compaction_is_undone_and_expiry_deletes_only_what_no_kept_snapshot_needs() 
     for t in p.json(&["check"]).as_array().unwrap() {
         assert!(t["problems"].as_array().unwrap().is_empty(), "{t}");
     }
+    // Maintenance leaves nothing behind: every file under the tables is referenced.
+    let left = p.json(&["orphans", "--older-than", "0"]);
+    assert_eq!(left["orphans"], serde_json::json!([]), "{left}");
     // Undoing an expiry is refused with the reason.
     let (code, message) = p.fails(&["rollback", second["run_id"].as_str().unwrap()]);
     assert_eq!(code, 2, "{message}");

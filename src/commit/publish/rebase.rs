@@ -165,12 +165,11 @@ pub async fn rebase(catalog: &PipelineCatalog, staged: &StagedTable) -> Result<S
             }
         }
     }
-    let target = TableTarget {
-        table: staged.table.clone(),
-        base_location: Some(current.metadata_location_result()?.to_string()),
-        metadata,
-        reshaped: false,
-    };
+    let target = TableTarget::unchanged(
+        &staged.table,
+        &metadata,
+        current.metadata_location_result()?,
+    )?;
     stage_snapshot(
         target,
         files,
