@@ -113,6 +113,14 @@ pub struct QualityResult {
     /// runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<f64>,
+    /// The check as evaluated (its SQL), for row-level checks: a later run checks only the
+    /// rows it writes when this is unchanged (the rows already published passed it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// `written` when only the rows this run wrote were checked (see [`Self::rule`]); absent
+    /// when the whole table was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 impl RunRecord {

@@ -3,12 +3,11 @@
 //! far, the upstream changes of the same run that lineage connects to it: the upstream tables
 //! that changed, and for bronze, the source files this run loaded (with their NULL counts).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
 use datafusion::prelude::SessionContext;
 
 use super::query::scalar_rows;
-use crate::catalog::RunRecord;
 use crate::commit::StagedTable;
 use crate::error::Result;
 use crate::lineage::PipelineLineage;
@@ -16,32 +15,9 @@ use crate::spec::{quote_ident, ColumnRef, TableName};
 
 /// Earlier measurements of each anomaly expectation, oldest first.
 #[derive(Debug, Default)]
-pub struct Baselines(HashMap<(String, String), Vec<f64>>);
+pub struct Baselines(pub(super) HashMap<(String, String), Vec<f64>>);
 
 impl Baselines {
-    /// The measurements recorded by `pipeline`'s published runs, leaving out runs that a
-    /// rollback undid.
-    pub fn from_records(records: &[RunRecord], pipeline: &str) -> Baselines {
-        let undone: HashSet<&str> = records
-            .iter()
-            .filter_map(|r| r.rolls_back.as_deref())
-            .collect();
-        let mut out: HashMap<(String, String), Vec<f64>> = HashMap::new();
-        for record in records {
-            if record.pipeline != pipeline || undone.contains(record.run_id.as_str()) {
-                continue;
-            }
-            for q in &record.quality {
-                if let Some(m) = q.measured {
-                    out.entry((q.table.clone(), q.name.clone()))
-                        .or_default()
-                        .push(m);
-                }
-            }
-        }
-        Baselines(out)
-    }
-
     /// The last `n` measurements of expectation `name` on `table`.
     pub fn last(&self, table: &TableName, name: &str, n: usize) -> &[f64] {
         let all = self

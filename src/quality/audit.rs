@@ -4,18 +4,23 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use datafusion::common::TableReference;
+use datafusion::prelude::{col, lit};
 use iceberg_datafusion::IcebergStaticTableProvider;
 
-use super::anomaly::{self, Baselines};
+use super::anomaly;
+use super::history::AuditHistory;
 use super::query::{scalar, scalar_rows};
 use crate::catalog::{PipelineCatalog, QualityResult};
 use crate::commit::summary::total_records;
 use crate::commit::StagedTable;
+use crate::commit::WriteMode;
 use crate::engine::{new_session, register_table};
 use crate::error::{Error, Result};
 use crate::lineage::PipelineLineage;
 use crate::output::batches_to_rows;
 use crate::spec::{quote_ident, violation_predicate, Check, ExpectAction, Expectation, TableName};
+use crate::transform::range_predicate;
 
 /// Violating rows shown per failed expectation.
 const SAMPLE_ROWS: usize = 5;
@@ -26,8 +31,9 @@ pub struct AuditContext<'a> {
     /// Run start, microseconds since the epoch (for `freshness`).
     pub started_micros: i64,
     pub run_id: &'a str,
-    /// Earlier measurements, for `volume` and `null_rate`.
-    pub baselines: &'a Baselines,
+    /// Earlier results: measurements for `volume` and `null_rate`, the rules of row-level
+    /// checks.
+    pub history: &'a AuditHistory,
     /// Column lineage of the pipeline, to name the upstream causes of an anomaly.
     pub lineage: &'a PipelineLineage,
     /// The pipeline's bronze tables (they carry `_source_file` and `_run_id`).
@@ -73,6 +79,118 @@ fn count_sql(e: &Expectation) -> Option<String> {
     }
 }
 
+/// Groups of rows sharing a key of `columns` that are duplicated and include a row of
+/// `written` (the rows this run wrote, as a view of `table`), one row (`select`) per group:
+/// a semi-join, so only the written keys are grouped, not the whole table.
+fn written_duplicates(
+    select: &str,
+    columns: &[String],
+    table: &TableName,
+    written: &TableName,
+) -> String {
+    let keys: Vec<String> = columns
+        .iter()
+        .map(|c| format!("t.{}", quote_ident(c)))
+        .collect();
+    let matched: Vec<String> = columns
+        .iter()
+        .map(|c| format!("w.{0} IS NOT DISTINCT FROM t.{0}", quote_ident(c)))
+        .collect();
+    format!(
+        "SELECT {select} FROM {t} t WHERE EXISTS (SELECT 1 FROM {w} w WHERE {matched}) GROUP BY {keys} HAVING count(*) > 1",
+        t = table.quoted(),
+        w = written.quoted(),
+        matched = matched.join(" AND "),
+        keys = keys.join(", "),
+    )
+}
+
+/// [`violations_sql`] and [`count_sql`] for the rows this run wrote (`written`, a view of the
+/// table), for a check the published rows already passed: a row-level check looks at the
+/// written rows only; `unique` at the keys they hold, wherever else those keys are.
+fn written_sql(e: &Expectation, written: &TableName) -> (Option<String>, Option<String>) {
+    if let Some(predicate) = violation_predicate(&e.check) {
+        let sql = format!("SELECT * FROM {} WHERE {predicate}", written.quoted());
+        return (Some(sql), None);
+    }
+    let Check::Unique { columns } = &e.check else {
+        return (violations_sql(e), count_sql(e));
+    };
+    let keys: Vec<String> = columns
+        .iter()
+        .map(|c| format!("t.{}", quote_ident(c)))
+        .collect();
+    let on: Vec<String> = columns
+        .iter()
+        .map(|c| format!("t.{0} = d.{0}", quote_ident(c)))
+        .collect();
+    let listing = format!(
+        "SELECT t.* FROM {} t JOIN ({}) d ON {}",
+        e.table.quoted(),
+        written_duplicates(&keys.join(", "), columns, &e.table, written),
+        on.join(" AND ")
+    );
+    let count = format!(
+        "SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM ({})",
+        written_duplicates("count(*) AS n", columns, &e.table, written)
+    );
+    (Some(listing), Some(count))
+}
+
+/// The rule of a row-level check: its whole-table SQL (`None` for checks on the table as a
+/// whole and for `sql` checks, which are always evaluated on the whole table).
+fn rule_of(e: &Expectation) -> Option<String> {
+    match e.check {
+        Check::Sql { .. } => None,
+        _ => violations_sql(e),
+    }
+}
+
+/// Makes the rows `staged` wrote readable as a view (named after the table, with a suffix no
+/// table can have) when they can be told apart from the rest: the partitions a partition
+/// replace wrote, or the rows an append stamped with this run's id (`_run_id`, bronze).
+/// `None` when they cannot (overwrites, rewrites, a table this run created).
+async fn written_view(
+    session: &datafusion::prelude::SessionContext,
+    staged: &StagedTable,
+    run_id: &str,
+) -> Result<Option<TableName>> {
+    if staged.base_location.is_none() {
+        return Ok(None);
+    }
+    let df = session
+        .table(TableReference::partial(
+            staged.table.namespace.clone(),
+            staged.table.name.clone(),
+        ))
+        .await?;
+    let filter = match &staged.mode {
+        WriteMode::Replace(range) => {
+            let metadata = &staged.metadata;
+            let field = metadata
+                .default_partition_spec()
+                .fields()
+                .iter()
+                .find(|f| f.name == range.field)
+                .and_then(|f| metadata.current_schema().field_by_id(f.source_id));
+            match field {
+                Some(source) => range_predicate(df.schema(), &source.name, &range.spans())?,
+                None => return Ok(None),
+            }
+        }
+        WriteMode::Append if df.schema().has_column_with_unqualified_name("_run_id") => {
+            col("_run_id").eq(lit(run_id.to_string()))
+        }
+        _ => return Ok(None),
+    };
+    let view = TableName {
+        namespace: staged.table.namespace.clone(),
+        name: format!("{} rows written", staged.table.name),
+    };
+    register_table(session, &view, df.filter(filter)?.into_view())?;
+    Ok(Some(view))
+}
+
 /// Evaluates the expectations on the tables in `staged` (run start: `started_micros`).
 /// Returns every result; the caller fails the run on a failed `fail` expectation.
 pub async fn audit(
@@ -99,6 +217,7 @@ pub async fn audit(
         }
     }
     register(&session, &wanted, &changed, catalog, &mut registered).await?;
+    let mut written: HashMap<TableName, Option<TableName>> = HashMap::new();
     let mut results = Vec::new();
     for e in due {
         let failed = |message: String| Error::Pipeline {
@@ -110,7 +229,35 @@ pub async fn audit(
             hint: None,
         };
         let mut measured = None;
-        let evaluated = match (&e.check, violations_sql(e)) {
+        // A row-level check the published rows passed under the same rule (the newest result
+        // says so) looks only at the rows this run wrote; `relationships` only while its
+        // target is not changed by this run too.
+        let rule = rule_of(e);
+        let target_changed = matches!(&e.check, Check::Relationships { to_table, .. } if changed.contains_key(to_table));
+        let scope = match &rule {
+            Some(rule)
+                if !target_changed
+                    && ctx
+                        .history
+                        .last_rule(&e.table.to_string(), &e.name, e.action)
+                        == Some(rule) =>
+            {
+                let staged = changed[&e.table];
+                if !written.contains_key(&e.table) {
+                    let view = written_view(&session, staged, ctx.run_id).await?;
+                    written.insert(e.table.clone(), view);
+                }
+                written[&e.table]
+                    .clone()
+                    .map(|view| (view, staged.added_rows))
+            }
+            _ => None,
+        };
+        let (listing_sql, counting_sql) = match &scope {
+            Some((view, _)) => written_sql(e, view),
+            None => (violations_sql(e), count_sql(e)),
+        };
+        let evaluated = match (&e.check, listing_sql) {
             (_, Some(sql)) => {
                 let df = session.sql(&sql).await.map_err(|x| failed(x.to_string()))?;
                 let sample_of = |df: datafusion::prelude::DataFrame| async move {
@@ -134,7 +281,7 @@ pub async fn audit(
                             .collect::<Vec<_>>(),
                     )
                 };
-                let (count, sample) = match count_sql(e) {
+                let (count, sample) = match counting_sql {
                     // One aggregate pass counts; the rows are listed only when there are some.
                     Some(count_sql) => {
                         let count = scalar(&session, &count_sql)
@@ -161,7 +308,13 @@ pub async fn audit(
                     }
                 };
                 let plural = if count == 1 { "" } else { "s" };
-                Evaluated::Done(count, format!("{count} violating row{plural}"), sample)
+                let detail = match &scope {
+                    Some((_, rows)) => format!(
+                        "{count} violating row{plural} (checked the {rows} rows this run wrote)"
+                    ),
+                    None => format!("{count} violating row{plural}"),
+                };
+                Evaluated::Done(count, detail, sample)
             }
             (Check::RowCount { min, max }, None) => {
                 // The staged snapshot's summary counts its rows.
@@ -218,7 +371,7 @@ pub async fn audit(
                 let staged = changed[&e.table];
                 let rows = total_records(staged.metadata.snapshot_by_id(staged.snapshot_id)) as f64;
                 measured = Some(rows);
-                let history = ctx.baselines.last(&e.table, &e.name, *runs);
+                let history = ctx.history.baselines.last(&e.table, &e.name, *runs);
                 let j =
                     anomaly::judge(rows, history, *max_change, true, |v| format!("{v:.0} rows"));
                 Evaluated::Anomaly(j, None)
@@ -250,7 +403,7 @@ pub async fn audit(
                 let (nulls, rows) = (number(0)?, number(1)?);
                 let rate = if rows > 0.0 { nulls / rows } else { 0.0 };
                 measured = Some(rate);
-                let history = ctx.baselines.last(&e.table, &e.name, *runs);
+                let history = ctx.history.baselines.last(&e.table, &e.name, *runs);
                 let j = anomaly::judge(rate, history, *max_change, false, |v| {
                     format!("{:.1}% NULL", v * 100.0)
                 });
@@ -292,6 +445,8 @@ pub async fn audit(
             detail,
             sample,
             measured,
+            rule,
+            scope: scope.map(|_| "written".to_string()),
         });
     }
     Ok(results)

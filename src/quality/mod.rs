@@ -6,9 +6,11 @@
 
 mod anomaly;
 mod audit;
+mod history;
 mod query;
 mod results;
 
 pub use anomaly::Baselines;
 pub use audit::{audit, AuditContext};
+pub use history::AuditHistory;
 pub use results::{dropped_result, first_failure, summary};

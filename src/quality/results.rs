@@ -19,6 +19,8 @@ pub fn dropped_result(e: &Expectation, dropped: u64, quarantine: &TableName) -> 
         detail: format!("{dropped} violating row{plural} dropped to {quarantine}"),
         sample: Vec::new(),
         measured: None,
+        rule: None,
+        scope: None,
     }
 }
 

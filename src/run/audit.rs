@@ -9,8 +9,8 @@ use crate::commit::StagedTable;
 use crate::error::Result;
 use crate::lineage::pipeline_lineage;
 use crate::plan::Validated;
-use crate::quality::{audit, dropped_result, first_failure, AuditContext, Baselines};
-use crate::spec::{Check, ExpectAction, Pipeline, TableName};
+use crate::quality::{audit, dropped_result, first_failure, AuditContext, AuditHistory};
+use crate::spec::{ExpectAction, Expectation, Pipeline, TableName};
 
 /// Evaluates `pipeline`'s expectations on `staged` (run `run_id`, started at
 /// `started_micros`), adds the results of its `drop` expectations (`dropped`: rows each
@@ -25,15 +25,12 @@ pub(super) async fn audit_staged(
     started_micros: i64,
     observer: &dyn Observer,
 ) -> Result<Vec<QualityResult>> {
-    let anomalies = pipeline
+    let due: Vec<&Expectation> = pipeline
         .expectations
         .iter()
-        .any(|e| matches!(e.check, Check::Volume { .. } | Check::NullRate { .. }));
-    let baselines = if anomalies {
-        Baselines::from_records(&validated.catalog.runs().await?, &pipeline.name)
-    } else {
-        Baselines::default()
-    };
+        .filter(|e| e.action != ExpectAction::Drop && staged.iter().any(|s| s.table == e.table))
+        .collect();
+    let history = AuditHistory::read(&validated.catalog, &pipeline.name, &due).await?;
     let lineage = pipeline_lineage(pipeline, &validated.ingests, &validated.lineage);
     let bronze: BTreeSet<TableName> = pipeline.ingests.iter().map(|j| j.table.clone()).collect();
     let mut quality = audit(
@@ -43,7 +40,7 @@ pub(super) async fn audit_staged(
             catalog: &validated.catalog,
             started_micros,
             run_id,
-            baselines: &baselines,
+            history: &history,
             lineage: &lineage,
             bronze: &bronze,
         },

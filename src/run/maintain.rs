@@ -345,16 +345,7 @@ async fn rollback_points(
     since: DateTime<Utc>,
 ) -> Result<HashSet<i64>> {
     let mut out = HashSet::new();
-    for record in catalog.runs().await? {
-        if record.pipeline != pipeline {
-            continue;
-        }
-        let recent = DateTime::parse_from_rfc3339(&record.finished_at)
-            .map(|t| t.with_timezone(&Utc) >= since)
-            .unwrap_or(true);
-        if !recent {
-            continue;
-        }
+    for record in catalog.runs_since(pipeline, since).await? {
         for t in &record.tables {
             out.extend(t.snapshot_before);
             out.extend(t.snapshot_after);

@@ -76,10 +76,8 @@ pub(super) async fn served_by(
 ) -> Result<Option<String>> {
     let key = tick_key(tick);
     Ok(catalog
-        .runs()
+        .run_for_tick(pipeline, &key)
         .await?
-        .into_iter()
-        .find(|r| r.pipeline == pipeline && r.tick.as_deref() == Some(key.as_str()))
         .map(|r| r.run_id))
 }
 

@@ -70,14 +70,10 @@ pub async fn last_served(
     pipeline: &str,
 ) -> Result<Option<DateTime<Utc>>> {
     Ok(catalog
-        .runs()
+        .last_tick(pipeline)
         .await?
-        .iter()
-        .filter(|r| r.pipeline == pipeline)
-        .filter_map(|r| r.tick.as_deref())
-        .filter_map(|t| DateTime::parse_from_rfc3339(t).ok())
-        .map(|t| t.with_timezone(&Utc))
-        .max())
+        .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
+        .map(|t| t.with_timezone(&Utc)))
 }
 
 /// Serves `pipeline`'s schedule at `now`: runs the due tick, if any, at most once.

@@ -61,10 +61,8 @@ pub async fn status(pipeline: &Pipeline, now: DateTime<Utc>) -> Result<ScheduleS
         Some(tick) => {
             let key = tick_key(tick);
             catalog
-                .runs()
+                .run_for_tick(&pipeline.name, &key)
                 .await?
-                .into_iter()
-                .find(|r| r.pipeline == pipeline.name && r.tick.as_deref() == Some(key.as_str()))
                 .map(|r| LastTick {
                     tick: key,
                     result: match (&r.error, r.tables.is_empty()) {

@@ -17,6 +17,7 @@ mod exactly_once;
 mod expectations;
 mod full_refresh;
 mod impact;
+mod incremental_audits;
 mod interop;
 mod maintenance;
 mod many_appends;
