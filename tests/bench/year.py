@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import time
+import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -151,6 +152,37 @@ def table_stats(binary, project):
     return stats
 
 
+JOB_LINE = re.compile(r"finished\s+(ingest|transform)\s+(\S+): .*?(?:(\d+) rows out.*)?, ([0-9.]+)s$")
+
+
+def jobs_of(err_path):
+    """Each job's own seconds (and rows written) from a tick's progress lines."""
+    jobs = {}
+    for line in err_path.read_text().splitlines():
+        m = JOB_LINE.search(line.strip())
+        if m:
+            jobs[m.group(2)] = {"s": float(m.group(4)),
+                                "rows_out": int(m.group(3)) if m.group(3) else None}
+    return jobs
+
+
+def phases(binary, project):
+    """Per served tick: seconds from the run's start to its publish, and of its maintenance
+    (start to publish), from the run records."""
+    out = subprocess.run([str(binary), "--project", str(project), "runs", "--json"],
+                         capture_output=True, check=True)
+    by_tick = {}
+    for r in json.loads(out.stdout):
+        # after_run maintenance names its tick in its reason.
+        tick = r.get("tick") or (r.get("reason") or "").removeprefix("scheduled tick ")
+        if not tick[:4].isdigit():
+            continue
+        span = (dt.datetime.fromisoformat(r["finished_at"].replace("Z", "+00:00"))
+                - dt.datetime.fromisoformat(r["started_at"].replace("Z", "+00:00")))
+        by_tick.setdefault(tick, {})[r["kind"]] = round(span.total_seconds(), 3)
+    return by_tick
+
+
 def time_query(binary, project, repeat=5):
     times = []
     result = None
@@ -180,6 +212,8 @@ def walk(binary, data, work, mode, days):
             log((logs / f"{i + 1:03}.err").read_text()[-3000:])
             raise SystemExit(f"{mode}: tick of day {i + 1} failed")
         m["day"] = i + 1
+        m["tick"] = f"{(day + dt.timedelta(days=1)).isoformat()}T02:00:00Z"
+        m["jobs"] = jobs_of(logs / f"{i + 1:03}.err")
         ticks.append(m)
         if (i + 1) in REPORT_DAYS or (i + 1) % 30 == 0:
             log(f"  {mode} day {i + 1:3}: {m['wall_s']:.2f}s wall, {m['cpu_s']:.2f}s cpu, "
@@ -211,6 +245,9 @@ def main():
         project, ticks = walk(binary, data, work, mode, args.days)
         projects[mode] = project
         stats = table_stats(binary, project)
+        spans = phases(binary, project)
+        for t in ticks:
+            t["phases"] = spans.get(t["tick"], {})
         results["modes"][mode] = {"ticks": ticks, "tables": stats,
                                   "total_s": round(time.perf_counter() - started, 1)}
 
@@ -244,6 +281,20 @@ def main():
             f"{ratio:.2f} | {rss[0]} / {rss[1]} | {max_files} | {r['query_s']} | "
             f"{r['query_s'] / q_one:.2f} |" if ratio else f"| {mode} | {d} |")
     log(f"\none-run load: {load['wall_s']}s; June query on it: {q_one:.3f}s")
+    log("\nwhere a tick's time goes (s): run start to publish, maintenance, and the slowest "
+        "jobs (silver.orders rows written: the month being replaced)")
+    for mode, r in results["modes"].items():
+        by_day = {t["day"]: t for t in r["ticks"]}
+        for x in REPORT_DAYS:
+            t = by_day.get(x)
+            if not t:
+                continue
+            jobs = t["jobs"]
+            top = sorted(jobs.items(), key=lambda kv: -kv[1]["s"])[:4]
+            rows = jobs.get("silver.orders", {}).get("rows_out")
+            log(f"  {mode:10} day {x:3}: wall {t['wall_s']:.2f}, run {t['phases'].get('run')}, "
+                f"maintain {t['phases'].get('maintain')}, silver.orders rows {rows}; "
+                + ", ".join(f"{k} {v['s']:.2f}" for k, v in top))
     log("\nper table after the year (data files, most in a partition, current metadata KiB, "
         "metadata folder KiB):")
     for mode, r in results["modes"].items():
