@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Synthetic retail data for the benchmark, in exactly the formats of sample-data/retail/.
 
-    python3 tests/bench/generate.py N OUT_DIR [--seed 42]
+    python3 tests/bench/generate.py N OUT_DIR [--seed 42] [--flat]
 
 Writes a complete project into OUT_DIR:
 
@@ -142,10 +142,14 @@ def allocate(total: int, weights: list) -> list:
     return parts
 
 
+# `--flat`: every month the same volume (the weekday pattern stays).
+FLAT = False
+
+
 def season(day: dt.date) -> float:
-    """Relative order volume of a day: busier weekends, November and December."""
+    """Relative order volume of a day: busier weekends, November and December (unless FLAT)."""
     weekday = [1.0, 0.95, 1.0, 1.05, 1.2, 1.4, 0.8][day.weekday()]
-    month = {11: 1.3, 12: 1.6, 1: 0.85, 2: 0.85}.get(day.month, 1.0)
+    month = 1.0 if FLAT else {11: 1.3, 12: 1.6, 1: 0.85, 2: 0.85}.get(day.month, 1.0)
     return weekday * month
 
 
@@ -397,6 +401,7 @@ def generate(n: int, out: Path, seed: int) -> dict:
         "n": n,
         "seed": seed,
         "version": VERSION,
+        "flat": FLAT,
         "orders": maker.next_id - 1,
         "pos_orders": n_pos,
         "web_orders": n_web,
@@ -415,7 +420,11 @@ def main() -> None:
     ap.add_argument("n", type=int, help="number of distinct orders")
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--flat", action="store_true",
+                    help="the same order volume every month (no November/December peak)")
     args = ap.parse_args()
+    global FLAT
+    FLAT = args.flat
     if args.n < 1:
         sys.exit("N must be positive")
     info = generate(args.n, args.out_dir.resolve(), args.seed)

@@ -2,7 +2,7 @@
 """Benchmark: a year of nightly scheduled runs, with and without `after_run` maintenance.
 
     python3 tests/bench/year.py --binary target/release/pipeline --work /tmp/pipeline-year \
-        [--orders 1000000] [--seed 42] [--days 365] [--modes plain maintained]
+        [--orders 1000000] [--seed 42] [--days 365] [--modes plain maintained] [--flat]
 
 1. Generates --orders orders over 2025 with generate.py (cached in WORK/data): one POS CSV
    file per day, one web JSON Lines file per month, one customer file.
@@ -64,14 +64,16 @@ def measure(argv, stdout_path, stderr_path):
     }
 
 
-def ensure_data(n, data, seed):
+def ensure_data(n, data, seed, flat):
     done = data / ".done"
     if done.exists():
         meta = json.loads(done.read_text())
-        if meta.get("n") == n and meta.get("seed") == seed and meta.get("version") == generate.VERSION:
+        if (meta.get("n"), meta.get("seed"), meta.get("version"), meta.get("flat", False)) == \
+                (n, seed, generate.VERSION, flat):
             return
+    shutil.rmtree(data / "web-daily", ignore_errors=True)
     subprocess.run([sys.executable, str(HERE / "generate.py"), str(n), str(data), "--seed",
-                    str(seed)], check=True)
+                    str(seed)] + (["--flat"] if flat else []), check=True)
 
 
 def new_project(path, data, maintained):
@@ -229,14 +231,16 @@ def main():
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--days", type=int, default=365)
     ap.add_argument("--modes", nargs="+", default=["plain", "maintained"])
+    ap.add_argument("--flat", action="store_true",
+                    help="generate the same volume every month (isolates history from season)")
     args = ap.parse_args()
     binary = args.binary.resolve()
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     data = work / "data"
-    ensure_data(args.orders, data, args.seed)
+    ensure_data(args.orders, data, args.seed, args.flat)
 
-    results = {"orders": args.orders, "seed": args.seed, "days": args.days,
+    results = {"orders": args.orders, "seed": args.seed, "days": args.days, "flat": args.flat,
                "binary": str(binary), "started": dt.datetime.now().isoformat(), "modes": {}}
     projects = {}
     for mode in args.modes:
