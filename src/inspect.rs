@@ -6,13 +6,12 @@ use std::sync::Arc;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use datafusion::sql::parser::Statement as DFStatement;
-use iceberg_datafusion::IcebergStaticTableProvider;
 use serde::Serialize;
 
 use crate::catalog::PipelineCatalog;
 use crate::commit::summary::{self, number, total_records};
 use crate::commit::{manifest_list, partition_label};
-use crate::engine::{clean_message, new_session, register_table, CountedTable};
+use crate::engine::{clean_message, new_session, register_table, table_provider, CountedTable};
 use crate::error::{Error, Result};
 use crate::spec::TableName;
 
@@ -244,20 +243,12 @@ pub async fn query(
             None => None,
         };
         let rows = total_records(snapshot.as_ref().or(table.metadata().current_snapshot()));
-        let provider = match snapshot {
-            Some(s) => {
-                matched_as_of = true;
-                IcebergStaticTableProvider::try_new_from_table_snapshot(table, s.snapshot_id())
-                    .await
-            }
-            None => IcebergStaticTableProvider::try_new_from_table(table).await,
-        }
-        .map_err(|e| Error::table(&name, "cannot read table", e))?;
-        register_table(
-            &session,
-            &name,
-            Arc::new(CountedTable::new(Arc::new(provider), rows)),
-        )?;
+        let snapshot_id = snapshot.map(|s| s.snapshot_id());
+        matched_as_of |= snapshot_id.is_some();
+        let provider = table_provider(table, snapshot_id)
+            .await
+            .map_err(|e| Error::table(&name, "cannot read table", e))?;
+        register_table(&session, &name, Arc::new(CountedTable::new(provider, rows)))?;
     }
     if let (Some(id), false) = (as_of, matched_as_of) {
         return Err(usage(format!(

@@ -5,10 +5,12 @@
 //! knows.
 
 mod message;
+mod parquet_scan;
 mod row_count;
 mod session;
 mod window_rule;
 
 pub use message::clean_message;
+pub use parquet_scan::{columns_match_by_name, table_provider};
 pub use row_count::CountedTable;
 pub use session::{new_session, register_table, session_over, DEFAULT_MEMORY_LIMIT_MB};

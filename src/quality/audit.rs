@@ -2,11 +2,9 @@
 //! run staged, before anything is published.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
 
 use datafusion::common::TableReference;
 use datafusion::prelude::{col, lit};
-use iceberg_datafusion::IcebergStaticTableProvider;
 
 use super::anomaly;
 use super::history::AuditHistory;
@@ -15,7 +13,7 @@ use crate::catalog::{PipelineCatalog, QualityResult};
 use crate::commit::summary::total_records;
 use crate::commit::StagedTable;
 use crate::commit::WriteMode;
-use crate::engine::{new_session, register_table};
+use crate::engine::{new_session, register_table, table_provider};
 use crate::error::{Error, Result};
 use crate::lineage::PipelineLineage;
 use crate::output::batches_to_rows;
@@ -477,10 +475,10 @@ async fn register(
             Some(s) => s.reader(catalog.file_io())?,
             None => catalog.load_existing(name).await?,
         };
-        let provider = IcebergStaticTableProvider::try_new_from_table(table)
+        let provider = table_provider(table, None)
             .await
             .map_err(|e| Error::table(*name, "cannot read table for its expectations", e))?;
-        register_table(session, name, Arc::new(provider))?;
+        register_table(session, name, provider)?;
     }
     Ok(())
 }

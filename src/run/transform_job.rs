@@ -6,12 +6,11 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use iceberg::table::Table;
-use iceberg_datafusion::IcebergStaticTableProvider;
 
 use super::options::RunOptions;
 use crate::commit::summary::total_records;
 use crate::commit::{JobContext, StagedTable};
-use crate::engine::{new_session, register_table, CountedTable};
+use crate::engine::{new_session, register_table, table_provider, CountedTable};
 use crate::error::{Error, Result};
 use crate::lineage::snapshot_renames;
 use crate::plan::{decide, scope_properties, Forced, Scope};
@@ -113,11 +112,9 @@ impl TransformRun<'_> {
             for (name, table) in &inputs {
                 let rows = total_records(table.metadata().current_snapshot());
                 rows_in += rows;
-                let provider: Arc<dyn datafusion::catalog::TableProvider> = Arc::new(
-                    IcebergStaticTableProvider::try_new_from_table(table.clone())
-                        .await
-                        .map_err(|e| Error::table(name, "cannot read table", e))?,
-                );
+                let provider = table_provider(table.clone(), None)
+                    .await
+                    .map_err(|e| Error::table(name, "cannot read table", e))?;
                 // Inputs declared in incremental_by are read for the range only.
                 let provider = match (range, job.range_column(name)) {
                     (Some(range), Some(column)) => {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Synthetic retail data for the benchmark, in exactly the formats of sample-data/retail/.
 
-    python3 tests/bench/generate.py N OUT_DIR [--seed 42] [--flat]
+    python3 tests/bench/generate.py N OUT_DIR [--seed 42] [--flat] [--web-share 0.2]
 
 Writes a complete project into OUT_DIR:
 
@@ -144,6 +144,8 @@ def allocate(total: int, weights: list) -> list:
 
 # `--flat`: every month the same volume (the weekday pattern stays).
 FLAT = False
+# `--web-share`: the share of orders that come as web JSON Lines (the rest are POS CSV).
+WEB_SHARE = 0.2
 
 
 def season(day: dt.date) -> float:
@@ -388,7 +390,7 @@ def generate(n: int, out: Path, seed: int) -> dict:
 
     rng = random.Random(seed)
     n_customers = max(1000, n // 50)
-    n_web = round(n * 0.2)
+    n_web = round(n * WEB_SHARE)
     n_pos = n - n_web
 
     customers = write_customers(data, n_customers, rng)
@@ -402,6 +404,7 @@ def generate(n: int, out: Path, seed: int) -> dict:
         "seed": seed,
         "version": VERSION,
         "flat": FLAT,
+        "web_share": WEB_SHARE,
         "orders": maker.next_id - 1,
         "pos_orders": n_pos,
         "web_orders": n_web,
@@ -422,9 +425,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--flat", action="store_true",
                     help="the same order volume every month (no November/December peak)")
+    ap.add_argument("--web-share", type=float, default=0.2,
+                    help="share of the orders written as web JSON Lines (default 0.2)")
     args = ap.parse_args()
-    global FLAT
+    global FLAT, WEB_SHARE
     FLAT = args.flat
+    WEB_SHARE = args.web_share
     if args.n < 1:
         sys.exit("N must be positive")
     info = generate(args.n, args.out_dir.resolve(), args.seed)

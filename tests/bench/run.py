@@ -92,16 +92,17 @@ def load_json(path: Path):
 # ---------------------------------------------------------------------------------------
 
 
-def ensure_data(n: int, data: Path, seed: int) -> dict:
+def ensure_data(n: int, data: Path, seed: int, web_share: float) -> dict:
     done = load_json(data / ".done")
     if done and done.get("n") == n and done.get("seed") == seed \
-            and done.get("version") == generate.VERSION:
+            and done.get("version") == generate.VERSION \
+            and done.get("web_share", 0.2) == web_share:
         log(f"data: {data} already generated ({done['orders']} orders, {done['files']} files, "
             f"{done['bytes'] / 2**20:.0f} MiB)")
         return done
     log(f"data: generating {n} orders into {data} ...")
     subprocess.run([sys.executable, str(HERE / "generate.py"), str(n), str(data),
-                    "--seed", str(seed)], check=True)
+                    "--seed", str(seed), "--web-share", str(web_share)], check=True)
     return load_json(data / ".done")
 
 
@@ -276,6 +277,8 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True, help="folder for data and results")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--web-share", type=float, default=0.2,
+                    help="share of orders in web JSON Lines (0.5: the JSON-heavy variant)")
     ap.add_argument("--baseline", type=Path, default=None,
                     help="an earlier build of the engine, run alternately with --binary")
     args = ap.parse_args()
@@ -296,6 +299,7 @@ def main() -> None:
         "baseline": str(baseline) if baseline else None,
         "host": host_info(),
         "seed": args.seed,
+        "web_share": args.web_share,
         "repeat": args.repeat,
         "sizes": {},
     }
@@ -303,9 +307,9 @@ def main() -> None:
         f"{doc['host']['cpus']} CPUs")
 
     for n in args.sizes:
-        data = work / str(n)
+        data = work / (str(n) if args.web_share == 0.2 else f"{n}-web{round(args.web_share * 100)}")
         log(f"\n== N = {n:,}")
-        entry = {"data": ensure_data(n, data, args.seed)}
+        entry = {"data": ensure_data(n, data, args.seed, args.web_share)}
         refresh_spec(data)
         warm_cache(data)
         engine_runs, duckdb_runs, baseline_runs = [], [], []
