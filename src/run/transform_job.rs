@@ -92,6 +92,10 @@ impl TransformRun<'_> {
         }
         let mut facts = TransformFacts {
             properties: scope_properties(job, &inputs).into_iter().collect(),
+            input_rows: inputs
+                .iter()
+                .map(|(_, t)| total_records(t.metadata().current_snapshot()))
+                .sum(),
             ..TransformFacts::default()
         };
         // Input columns this run renames (a staged input's snapshot against its parent).

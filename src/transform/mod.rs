@@ -10,6 +10,7 @@ mod logical;
 mod parse;
 mod range_filter;
 mod run;
+mod write_out;
 
 pub use drop::{quarantine_columns as transform_quarantine_columns, tag_violations};
 pub use logical::{logical_plan, output_columns};

@@ -3,26 +3,23 @@
 //! overwrite or as a replace of a partition range.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use datafusion::error::DataFusionError;
 use datafusion::prelude::SessionContext;
-use futures::StreamExt;
 
 use super::drop;
 use super::logical::{logical_plan, output_columns};
 use super::parse::ParsedTransform;
 use super::range_filter::range_predicate;
+use super::write_out::{write_result, Targets};
 use crate::commit::{
     prepare_target, prepare_target_from, stage_snapshot, Evolution, JobContext, JobKind,
     PartitionRange, StagedTable, WriteMode,
 };
-use crate::engine::clean_message;
 use crate::error::{Error, Result};
 use crate::lineage::{query_lineage, record, recorded_on, renames, LINEAGE_KEY};
 use crate::spec::TransformJob;
-use crate::write::TableWriter;
 
 /// What a run knows about a transform beyond its spec.
 #[derive(Debug, Clone, Default)]
@@ -31,6 +28,8 @@ pub struct TransformFacts {
     pub properties: HashMap<String, String>,
     /// Input columns this run renames: `ns.table.old` -> `ns.table.new`.
     pub renames: BTreeMap<String, String>,
+    /// Rows of the inputs (their snapshots' totals): how many writers the result gets.
+    pub input_rows: u64,
 }
 
 /// What one transform produced (staged, not yet published).
@@ -94,14 +93,6 @@ pub async fn run_transform(
         }
     };
     let prefix = format!("{}-{}", ctx.run_id, uuid::Uuid::new_v4().simple());
-    let mut writer = TableWriter::new(
-        &job.table.to_string(),
-        &target.metadata,
-        ctx.catalog.file_io().clone(),
-        job.target_file_size,
-        &prefix,
-    )
-    .await?;
     // `drop` expectations: tagged rows go to the quarantine table, written like the table.
     let mut quarantine = None;
     if !job.drops.is_empty() {
@@ -120,39 +111,25 @@ pub async fn run_transform(
         if range.is_some() && q_target.reshaped {
             return Ok(TransformOutcome::NeedsFullRefresh);
         }
-        let q_writer = TableWriter::new(
-            &q_table.to_string(),
-            &q_target.metadata,
-            ctx.catalog.file_io().clone(),
-            job.target_file_size,
-            &prefix,
-        )
-        .await?;
         plan = drop::tag_violations(session, plan, &job.drops).await?;
-        quarantine = Some((q_target, q_writer));
+        quarantine = Some(q_target);
     }
-    let mut dropped = BTreeMap::new();
-    let mut stream = session
-        .execute_logical_plan(plan)
-        .await?
-        .execute_stream()
-        .await
-        .map_err(|e| exec_error(job, e))?;
-    while let Some(batch) = stream.next().await {
-        let batch = batch.map_err(|e| exec_error(job, e))?;
-        progress.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
-        match quarantine.as_mut() {
-            None => writer.write(batch).await?,
-            Some((_, q_writer)) => {
-                let (kept, rejected) = drop::split(&batch, &ctx.run_id, &mut dropped)?;
-                writer.write(kept).await?;
-                if let Some(rejected) = rejected {
-                    q_writer.write(rejected).await?;
-                }
-            }
-        }
-    }
-    let files = writer.close().await?;
+    let written = write_result(
+        session,
+        job,
+        plan,
+        facts.input_rows,
+        Targets {
+            table: &target,
+            quarantine: quarantine.as_ref(),
+            file_io: ctx.catalog.file_io(),
+            prefix: &prefix,
+            run_id: &ctx.run_id,
+        },
+        progress,
+    )
+    .await?;
+    let (files, dropped) = (written.files, written.dropped);
     let mut props = ctx.snapshot_properties(JobKind::Transform);
     props.extend(facts.properties.clone());
     props.insert(
@@ -162,8 +139,8 @@ pub async fn run_transform(
     );
     let quarantine = match quarantine {
         None => None,
-        Some((q_target, q_writer)) => {
-            let q_files = q_writer.close().await?;
+        Some(q_target) => {
+            let q_files = written.quarantine_files;
             let mut q_props = props.clone();
             q_props.remove(LINEAGE_KEY);
             Some(Box::new(
@@ -183,14 +160,5 @@ pub async fn run_transform(
         table: Box::new(staged),
         quarantine,
         dropped,
-    })
-}
-
-/// A failure while the query ran: a storage problem (a file missing or cut short, a full
-/// disk) said plainly, anything else as the SQL file's execution error.
-fn exec_error(job: &TransformJob, e: DataFusionError) -> Error {
-    Error::from_source(&e).unwrap_or_else(|| Error::Execution {
-        file: job.sql_file.clone(),
-        message: clean_message(&e),
     })
 }

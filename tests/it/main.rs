@@ -22,6 +22,7 @@ mod interop;
 mod maintenance;
 mod many_appends;
 mod orphans;
+mod parallel_writes;
 mod parquet_scan;
 mod partitioning;
 mod quarantine;
