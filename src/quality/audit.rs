@@ -5,6 +5,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use datafusion::common::TableReference;
 use datafusion::prelude::{col, lit};
+use futures::StreamExt;
 
 use super::anomaly;
 use super::history::AuditHistory;
@@ -13,7 +14,7 @@ use crate::catalog::{PipelineCatalog, QualityResult};
 use crate::commit::summary::total_records;
 use crate::commit::StagedTable;
 use crate::commit::WriteMode;
-use crate::engine::{new_session, register_table, table_provider};
+use crate::engine::{new_session, register_table, table_provider, CountedTable};
 use crate::error::{Error, Result};
 use crate::lineage::PipelineLineage;
 use crate::output::batches_to_rows;
@@ -38,11 +39,33 @@ pub struct AuditContext<'a> {
     pub bronze: &'a BTreeSet<TableName>,
 }
 
+/// The SELECT of the rows of `from` that break a row-level check. `relationships` is a
+/// `NOT EXISTS` (both sides without NULLs, so the rows `NOT IN` selects): a plain anti join,
+/// which the planner builds on the smaller side, where `NOT IN`'s null-aware join builds on
+/// the checked table, however large.
+fn row_violations_sql(check: &Check, from: &TableName) -> Option<String> {
+    let f = from.quoted();
+    if let Check::Relationships {
+        column,
+        to_table,
+        to_column,
+    } = check
+    {
+        return Some(format!(
+            "SELECT t.* FROM {f} t WHERE t.{0} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {1} r WHERE r.{2} = t.{0})",
+            quote_ident(column),
+            to_table.quoted(),
+            quote_ident(to_column)
+        ));
+    }
+    violation_predicate(check).map(|predicate| format!("SELECT * FROM {f} WHERE {predicate}"))
+}
+
 /// The SELECT of violating rows, or `None` for checks that look at the table as a whole.
 fn violations_sql(e: &Expectation) -> Option<String> {
     let t = e.table.quoted();
-    if let Some(predicate) = violation_predicate(&e.check) {
-        return Some(format!("SELECT * FROM {t} WHERE {predicate}"));
+    if let Some(sql) = row_violations_sql(&e.check, &e.table) {
+        return Some(sql);
     }
     Some(match &e.check {
         Check::Unique { columns } => {
@@ -107,8 +130,7 @@ fn written_duplicates(
 /// table), for a check the published rows already passed: a row-level check looks at the
 /// written rows only; `unique` at the keys they hold, wherever else those keys are.
 fn written_sql(e: &Expectation, written: &TableName) -> (Option<String>, Option<String>) {
-    if let Some(predicate) = violation_predicate(&e.check) {
-        let sql = format!("SELECT * FROM {} WHERE {predicate}", written.quoted());
+    if let Some(sql) = row_violations_sql(&e.check, written) {
         return (Some(sql), None);
     }
     let Check::Unique { columns } = &e.check else {
@@ -258,14 +280,26 @@ pub async fn audit(
         let evaluated = match (&e.check, listing_sql) {
             (_, Some(sql)) => {
                 let df = session.sql(&sql).await.map_err(|x| failed(x.to_string()))?;
+                // The first rows of the query as it is: a LIMIT would change its plan (a
+                // hash join with a fetch builds on its left side, however large).
                 let sample_of = |df: datafusion::prelude::DataFrame| async move {
-                    let limited = df.limit(0, Some(SAMPLE_ROWS))?;
-                    let schema = limited.schema().as_arrow().clone();
-                    let batches = limited.collect().await?;
+                    let schema = df.schema().as_arrow().clone();
+                    let mut stream = df.execute_stream().await?;
+                    let (mut batches, mut seen) = (Vec::new(), 0);
+                    while seen < SAMPLE_ROWS {
+                        let Some(batch) = stream.next().await else {
+                            break;
+                        };
+                        let batch = batch?;
+                        seen += batch.num_rows();
+                        batches.push(batch);
+                    }
+                    drop(stream);
                     let rows = batches_to_rows(&schema, &batches)?;
                     Ok::<_, Error>(
                         rows.rows
                             .into_iter()
+                            .take(SAMPLE_ROWS)
                             .map(|row| {
                                 rows.columns
                                     .iter()
@@ -475,10 +509,17 @@ async fn register(
             Some(s) => s.reader(catalog.file_io())?,
             None => catalog.load_existing(name).await?,
         };
+        let rows = total_records(table.metadata().current_snapshot());
         let provider = table_provider(table, None)
             .await
             .map_err(|e| Error::table(*name, "cannot read table for its expectations", e))?;
-        register_table(session, name, provider)?;
+        // Row counts let the join planner build on the smaller side (a `relationships` check
+        // of 20M rows against 400k keys builds on the keys).
+        register_table(
+            session,
+            name,
+            std::sync::Arc::new(CountedTable::new(provider, rows)),
+        )?;
     }
     Ok(())
 }
