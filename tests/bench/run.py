@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Benchmark: `pipeline run retail` against the DuckDB peer on the same generated data.
 
-    python3 tests/bench/run.py --sizes 1000000 5000000 \
+    python3 tests/bench/run.py --sizes 1000000 5000000 20000000 \
         --binary target/release/pipeline --work /tmp/pipeline-bench [--repeat 1] [--seed 42] \
-        [--baseline OLD_BINARY]
+        [--baseline OLD_BINARY] [--web-share 0.5]
 
 For each N:
   1. generate N orders into WORK/N with generate.py (skipped when WORK/N/.done records
