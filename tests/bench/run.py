@@ -92,7 +92,7 @@ def load_json(path: Path):
 # ---------------------------------------------------------------------------------------
 
 
-def ensure_data(n: int, data: Path, seed: int, web_share: float) -> dict:
+def ensure_data(n: int, data: Path, seed: int, web_share: float = 0.2) -> dict:
     done = load_json(data / ".done")
     if done and done.get("n") == n and done.get("seed") == seed \
             and done.get("version") == generate.VERSION \
