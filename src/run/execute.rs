@@ -13,6 +13,7 @@ use super::options::RunOptions;
 use super::report::{JobReport, Observer};
 use super::transform_job::{TransformDone, TransformRun};
 use crate::commit::{JobContext, JobKind, StagedTable};
+use crate::engine::return_freed_memory;
 use crate::error::{Error, Result};
 use crate::ingest::{run_ingest, IngestOutcome};
 use crate::plan::{jobs_in_scope, JobId, Scope, Validated};
@@ -125,6 +126,7 @@ pub(super) async fn execute(
                 running.lock().expect("progress lock").remove(&name);
             }
             observer.job_finished(&report);
+            return_freed_memory();
             reports.push(report);
             done.insert(job);
         }

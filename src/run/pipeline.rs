@@ -27,6 +27,7 @@ use super::report::{Observer, RunReport};
 use crate::catalog::{new_run_id, tick_key, RunKind, RunRecord};
 use crate::commit::publish::publish_with_retry;
 use crate::commit::JobContext;
+use crate::engine::return_freed_memory;
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
 use crate::spec::Pipeline;
@@ -118,6 +119,7 @@ async fn run(
     )
     .await?;
     tracing::debug!(ms = clock.elapsed().as_millis() as u64, "every job staged");
+    return_freed_memory();
     pause_point("staged");
     observer.publishing(executed.staged.len());
     let tables: Vec<String> = executed
