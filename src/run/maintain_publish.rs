@@ -11,7 +11,7 @@ use std::time::Duration;
 use chrono::Utc;
 use iceberg::spec::TableMetadata;
 
-use super::maintain::{Planned, TableMaintenance};
+use super::maintenance::{Planned, TableMaintenance};
 use super::report::Observer;
 use crate::catalog::{new_run_id, Invocation, PipelineCatalog, RunKind, RunRecord, TableRecord};
 use crate::commit::publish::{

@@ -11,6 +11,7 @@ mod execute;
 mod failed;
 mod maintain;
 mod maintain_publish;
+mod maintenance;
 mod open;
 mod options;
 mod pipeline;
@@ -20,7 +21,8 @@ mod transform_job;
 
 pub use crate::catalog::lock::{holder, lock_path, LockWait};
 pub use failed::record_failure;
-pub use maintain::{maintain_pipeline, MaintainOptions, MaintainReport, TableMaintenance};
+pub use maintain::{maintain_pipeline, MaintainOptions};
+pub use maintenance::{MaintainReport, TableMaintenance};
 pub use options::RunOptions;
 pub use pipeline::{run_pipeline, run_tick, Served};
 pub use report::{JobAction, JobReport, Observer, RunReport, Silent};

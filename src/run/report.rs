@@ -154,7 +154,7 @@ pub struct RunReport {
     /// `[maintenance] after_run`: what maintaining the run's tables did, or why it failed
     /// (the run is published either way).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub maintenance: Option<super::maintain::MaintainReport>,
+    pub maintenance: Option<super::maintenance::MaintainReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub maintenance_error: Option<String>,
 }
