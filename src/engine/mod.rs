@@ -11,7 +11,7 @@ mod session;
 mod window_rule;
 
 pub use message::clean_message;
-pub use parquet_scan::{columns_match_by_name, table_provider};
+pub use parquet_scan::table_provider;
 pub use row_count::CountedTable;
 pub use session::{
     new_session, register_table, return_freed_memory, session_over, DEFAULT_MEMORY_LIMIT_MB,

@@ -81,7 +81,7 @@ fn object_store_path(location: &str) -> Option<String> {
 /// Whether reading the table's files by column name reads what reading by field id would:
 /// every column primitive, and in every schema the table ever had, each field id with the
 /// name the current schema gives it and each current name with the same id.
-pub fn columns_match_by_name(metadata: &TableMetadata) -> bool {
+fn columns_match_by_name(metadata: &TableMetadata) -> bool {
     let current = metadata.current_schema();
     let primitive = current
         .as_struct()
@@ -170,21 +170,18 @@ impl TableProvider for NativeParquetTable {
         let mut files = Vec::with_capacity(tasks.len());
         for task in &tasks {
             let path = object_store_path(&task.data_file_path);
-            // A file that is missing or not the size the metadata records is read through
-            // iceberg too, whose errors name the file and what is wrong with it.
-            let intact = |path: &str| {
-                std::fs::metadata(format!("/{path}"))
-                    .is_ok_and(|m| m.len() == task.file_size_in_bytes)
-            };
-            let (Some(path), true, DataFileFormat::Parquet) =
-                (path, task.deletes.is_empty(), task.data_file_format)
-            else {
-                // Delete files to apply, a file elsewhere or not Parquet: iceberg reads it.
+            // Delete files to apply, a file elsewhere or not Parquet, or a file missing or not
+            // the size the metadata records: iceberg reads the table (its errors name the file
+            // and what is wrong with it).
+            let readable = path.filter(|p| {
+                task.deletes.is_empty()
+                    && task.data_file_format == DataFileFormat::Parquet
+                    && std::fs::metadata(format!("/{p}"))
+                        .is_ok_and(|m| m.len() == task.file_size_in_bytes)
+            });
+            let Some(path) = readable else {
                 return self.fallback.scan(state, projection, filters, limit).await;
             };
-            if !intact(&path) {
-                return self.fallback.scan(state, projection, filters, limit).await;
-            }
             let whole = task.start == 0 && task.length == task.file_size_in_bytes;
             let file = if whole {
                 PartitionedFile::new(path, task.file_size_in_bytes)

@@ -112,10 +112,9 @@ impl TransformRun<'_> {
                 _ => None,
             };
             let session = new_session();
-            let mut rows_in = 0u64;
+            let rows_in = facts.input_rows;
             for (name, table) in &inputs {
                 let rows = total_records(table.metadata().current_snapshot());
-                rows_in += rows;
                 let provider = table_provider(table.clone(), None)
                     .await
                     .map_err(|e| Error::table(name, "cannot read table", e))?;

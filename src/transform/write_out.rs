@@ -83,14 +83,18 @@ fn partition_keys(job: &TransformJob) -> Option<Vec<Expr>> {
     (!keys.is_empty()).then_some(keys)
 }
 
-/// How many writers `job`'s result gets, reading `input_rows` rows in `session`.
-fn writers(session: &SessionContext, job: &TransformJob, input_rows: u64) -> usize {
-    let cores = session.state().config().target_partitions();
-    if input_rows < parallel_write_min_rows() || partition_keys(job).is_none() {
-        1
-    } else {
-        cores.max(1)
+/// The writers `job`'s result gets, reading `input_rows` rows in `session`: one per target
+/// partition with the keys that deal rows to them, or `None` for a single writer.
+fn parallel_writers(
+    session: &SessionContext,
+    job: &TransformJob,
+    input_rows: u64,
+) -> Option<(usize, Vec<Expr>)> {
+    let n = session.state().config().target_partitions();
+    if n < 2 || input_rows < parallel_write_min_rows() {
+        return None;
     }
+    partition_keys(job).map(|keys| (n, keys))
 }
 
 /// Runs `plan` and writes its rows into `targets`, counting them into `progress`.
@@ -102,7 +106,7 @@ pub async fn write_result(
     targets: Targets<'_>,
     progress: Arc<AtomicU64>,
 ) -> Result<Written> {
-    let n = writers(session, job, input_rows);
+    let parallel = parallel_writers(session, job, input_rows);
     let df = session.execute_logical_plan(plan).await?;
     let schema = df.schema().clone();
     let task_ctx = Arc::new(df.task_ctx());
@@ -110,10 +114,10 @@ pub async fn write_result(
         .create_physical_plan()
         .await
         .map_err(|e| exec_error(&job.sql_file, e))?;
-    let streams: Vec<SendableRecordBatchStream> = match partition_keys(job) {
+    let streams: Vec<SendableRecordBatchStream> = match parallel {
         // After the optimizer (which drops a repartition nothing above asks for): rows are
         // dealt to the writers by their table partition.
-        Some(keys) if n > 1 => {
+        Some((n, keys)) => {
             let keys = keys
                 .into_iter()
                 .map(|k| session.state().create_physical_expr(k, &schema))
@@ -126,7 +130,7 @@ pub async fn write_result(
                 .map(|i| dealt.execute(i, task_ctx.clone()))
                 .collect::<datafusion::error::Result<_>>()
         }
-        _ => execute_stream(physical, task_ctx).map(|s| vec![s]),
+        None => execute_stream(physical, task_ctx).map(|s| vec![s]),
     }
     .map_err(|e| exec_error(&job.sql_file, e))?;
     let mut tasks = JoinSet::new();

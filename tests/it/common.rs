@@ -81,8 +81,8 @@ impl Project {
             .expect("run the pipeline binary")
     }
 
-    /// Runs a command that must succeed and returns its `--json` output.
-    pub fn json(&self, args: &[&str]) -> Value {
+    /// The stdout of `pipeline ARGS --json`, which must succeed.
+    fn json_stdout(&self, args: &[&str]) -> Vec<u8> {
         let mut all = args.to_vec();
         all.push("--json");
         let out = self.run(&all);
@@ -91,8 +91,14 @@ impl Project {
             "pipeline {args:?} failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+        out.stdout
+    }
+
+    /// Runs a command that must succeed and returns its `--json` output.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let stdout = self.json_stdout(args);
+        serde_json::from_slice(&stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&stdout)))
     }
 
     /// Runs a command that must fail; returns (exit code, stderr from its `error:` line on,
@@ -125,15 +131,7 @@ impl Project {
 
     /// The columns and rows (see [`rows_of`]) of `pipeline ARGS --json`, a `query`.
     pub fn query_result(&self, args: &[&str]) -> (Vec<String>, Vec<Vec<Option<String>>>) {
-        let mut all = args.to_vec();
-        all.push("--json");
-        let out = self.run(&all);
-        assert!(
-            out.status.success(),
-            "pipeline {args:?} failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        rows_of(&out.stdout)
+        rows_of(&self.json_stdout(args))
     }
 
     /// Every table in the project's catalog, as `pipeline tables` lists them.
