@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
+use datafusion::execution::context::SQLOptions;
+use datafusion::execution::SendableRecordBatchStream;
 use datafusion::sql::parser::Statement as DFStatement;
+use futures::TryStreamExt;
 use serde::Serialize;
 
 use crate::catalog::PipelineCatalog;
@@ -213,6 +216,20 @@ pub async fn query(
     sql: &str,
     as_of: Option<i64>,
 ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    let (schema, stream) = query_stream(catalog, sql, as_of).await?;
+    let batches = stream.try_collect().await?;
+    Ok((schema, batches))
+}
+
+/// [`query`] as a stream of record batches, for callers that stop early (a row cap). The
+/// statement must be one SELECT (or `EXPLAIN` of one); its plan is verified to hold no DDL,
+/// DML or other statement (DataFusion's `SQLOptions`), and only the catalog tables it names
+/// are registered: no file or URL tables.
+pub async fn query_stream(
+    catalog: &PipelineCatalog,
+    sql: &str,
+    as_of: Option<i64>,
+) -> Result<(SchemaRef, SendableRecordBatchStream)> {
     let usage = |m: String| Error::Usage(m);
     let mut statements = datafusion::sql::parser::DFParser::parse_sql(sql)
         .map_err(|e| usage(format!("query: {}", clean_message(&e))))?;
@@ -260,10 +277,16 @@ pub async fn query(
         .statement_to_plan(statement)
         .await
         .map_err(|e| usage(format!("query: {}", clean_message(&e))))?;
+    SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false)
+        .verify_plan(&plan)
+        .map_err(|e| usage(format!("query: read-only: {}", clean_message(&e))))?;
     let df = session.execute_logical_plan(plan).await?;
     let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-    let batches = df.collect().await?;
-    Ok((schema, batches))
+    let stream = df.execute_stream().await?;
+    Ok((schema, stream))
 }
 
 /// A SELECT, or `EXPLAIN [ANALYZE]` of one (to see a query's plan and where its time goes).

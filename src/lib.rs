@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! cli                          the command line: arguments, one printer per command, progress
-//! schedule                     when pipelines run by themselves (tick, daemon, status)
+//! schedule  mcp                when pipelines run by themselves (tick, daemon, status); the
+//!                              MCP server for agents
 //! run  inspect  maintain       one run end to end; read-only views; table upkeep
 //! plan                         what a run WILL do: job graph, validation, scope, backfill, impact
 //! quality                      audits on staged snapshots
@@ -32,6 +33,7 @@ pub mod ingest;
 pub mod inspect;
 pub mod lineage;
 pub mod maintain;
+pub mod mcp;
 pub mod output;
 pub mod plan;
 pub mod quality;

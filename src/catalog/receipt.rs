@@ -21,6 +21,10 @@ pub struct Invocation {
     /// `--catalog NAME` when the command used a `[catalogs.NAME]` of its spec.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub catalog: Option<String>,
+    /// The MCP client that asked for it (`name version` from its handshake), when an agent
+    /// did through `pipeline mcp`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub client: Option<String>,
 }
 
 impl Invocation {
@@ -52,6 +56,7 @@ impl Invocation {
             reason,
             command,
             catalog,
+            client: None,
         }
     }
 

@@ -283,6 +283,30 @@ pub enum Command {
         #[arg(long)]
         pipeline: Option<String>,
     },
+    /// Serve the lake to AI agents over the Model Context Protocol (stdio): read tools for
+    /// tables, schemas, queries, lineage, plans, runs and quality results; write tools (run,
+    /// backfill, rollback) only with --allow-write.
+    ///
+    /// Register it with an MCP client, e.g. in a client's JSON config:
+    ///   {"command": "pipeline", "args": ["mcp", "--project", "/path/to/project"]}
+    /// Queries are one read-only SELECT over catalog tables, capped in rows, bytes and time.
+    /// Every call is logged on stderr.
+    #[command(verbatim_doc_comment)]
+    Mcp {
+        /// Offer the write tools (run, backfill, rollback; each needs a reason, recorded with
+        /// the client's name in the run's receipt). Without it they are absent and refused.
+        #[arg(long)]
+        allow_write: bool,
+        /// Most rows a query returns (the result says when it was cut).
+        #[arg(long, value_name = "N", default_value_t = 1000)]
+        max_rows: usize,
+        /// Most bytes of JSON rows a query returns.
+        #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024)]
+        max_bytes: usize,
+        /// Seconds a query may run.
+        #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+        query_timeout: u64,
+    },
     /// Run a SELECT over catalog tables and print the result.
     Query {
         /// One SELECT; tables are written namespace.table.

@@ -11,9 +11,11 @@ use super::schedule;
 use crate::catalog::{open_project_catalog, Invocation, PipelineCatalog};
 use crate::error::{Error, Result};
 use crate::inspect;
-use crate::plan::{lineage_of, plan_backfill, plan_changes, validate, Backfill};
+use crate::plan::{
+    lineage_of, lineage_roots, lineage_target, plan_backfill, plan_changes, validate, Backfill,
+};
 use crate::run::{rollback, run_pipeline, RunOptions};
-use crate::spec::{load_with_catalog, producer_of, ColumnRef, TableName};
+use crate::spec::{load_with_catalog, producer_of, TableName};
 
 /// Runs the command `cli` names.
 pub async fn execute(cli: Cli) -> Result<()> {
@@ -64,27 +66,14 @@ pub async fn execute(cli: Cli) -> Result<()> {
             format,
             pipeline,
         } => {
-            let (table, column) = lineage_target(target)?;
+            let (table, _) = lineage_target(target)?;
             let name = match pipeline {
                 Some(p) => p.clone(),
                 None => producer_of(&project, &table)?,
             };
             let spec = load_with_catalog(&project, &name, catalog_name)?;
             let lineage = lineage_of(&spec).await?;
-            let columns = lineage
-                .tables
-                .get(&table)
-                .ok_or_else(|| Error::Usage(format!("pipeline {name} does not write {table}")))?;
-            let roots: Vec<ColumnRef> = match column {
-                Some(c) if columns.contains(&c) => vec![ColumnRef::new(&table, &c)],
-                Some(c) => {
-                    return Err(Error::Usage(format!(
-                        "{table} has no column `{c}`; its columns: {}",
-                        columns.join(", ")
-                    )))
-                }
-                None => columns.iter().map(|c| ColumnRef::new(&table, c)).collect(),
-            };
+            let roots = lineage_roots(&lineage, &name, target)?;
             print::lineage(&lineage, &roots, format, cli.json);
         }
         Command::Plan {
@@ -175,6 +164,20 @@ pub async fn execute(cli: Cli) -> Result<()> {
             let invocation = invocation(&args.reason);
             return maintain::maintain(&project, catalog_name, args, invocation, cli.json).await;
         }
+        Command::Mcp {
+            allow_write,
+            max_rows,
+            max_bytes,
+            query_timeout,
+        } => {
+            let limits = crate::mcp::Limits {
+                max_rows: *max_rows,
+                max_bytes: *max_bytes,
+                timeout: std::time::Duration::from_secs(*query_timeout),
+            };
+            let lake = crate::mcp::Lake::new(project, cli.catalog.clone(), *allow_write, limits);
+            return crate::mcp::serve_stdio(lake).await;
+        }
         Command::Query {
             sql,
             as_of,
@@ -186,20 +189,6 @@ pub async fn execute(cli: Cli) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// `ns.table` or `ns.table.column`.
-fn lineage_target(text: &str) -> Result<(TableName, Option<String>)> {
-    if let Some(table) = TableName::parse(text) {
-        return Ok((table, None));
-    }
-    ColumnRef::parse(text)
-        .map(|c| (c.table, Some(c.column)))
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "`{text}` is neither namespace.table nor namespace.table.column, e.g. gold.fact_orders.customer_name"
-            ))
-        })
 }
 
 /// A `namespace.table` argument.

@@ -25,7 +25,8 @@ pub fn main() -> ExitCode {
     restore_sigpipe();
     let cli = args::Cli::parse();
     let filter = match cli.verbose {
-        0 => "warn",
+        // MCP calls are logged at every verbosity.
+        0 => "warn,pipeline::mcp=info",
         1 => "info,datafusion=warn,iceberg=warn",
         _ => "debug",
     };
@@ -35,6 +36,7 @@ pub fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
         )
         .with_writer(|| RedactedStderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -131,6 +131,9 @@ pub fn record(run: &RunRecord, as_json: bool) {
             run.invocation.user, run.invocation.host
         );
     }
+    if let Some(client) = &run.invocation.client {
+        println!("via:          MCP client {client}");
+    }
     if let Some(reason) = &run.invocation.reason {
         println!("reason:       {reason}");
     }

@@ -18,6 +18,6 @@ pub use backfill_plan::{plan_backfill, PlannedInput, PlannedTable};
 pub use graph::{job_graph, JobGraph, JobId};
 pub use impact::{plan_changes, SchemaPlan};
 pub use impact_render::render_text;
-pub use lineage::lineage_of;
+pub use lineage::{lineage_of, lineage_roots, lineage_target};
 pub use scope::{decide, scope_properties, Forced, Scope};
 pub use validate::{validate, Validated};

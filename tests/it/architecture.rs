@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["quality"],
     &["plan"],
     &["run", "inspect", "maintain"],
-    &["schedule"],
+    &["schedule", "mcp"],
     &["cli"],
 ];
 

@@ -21,6 +21,7 @@ mod incremental_audits;
 mod interop;
 mod maintenance;
 mod many_appends;
+mod mcp;
 mod orphans;
 mod parallel_writes;
 mod parquet_scan;
