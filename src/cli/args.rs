@@ -283,7 +283,8 @@ pub enum Command {
         #[arg(long)]
         pipeline: Option<String>,
     },
-    /// Serve the lake to AI agents over the Model Context Protocol (stdio): read tools for
+    /// Serve the lake to AI agents over the Model Context Protocol (stdio, or streamable HTTP
+    /// with --http): read tools for
     /// tables, schemas, queries, lineage, plans, runs and quality results; write tools (run,
     /// backfill, rollback) only with --allow-write.
     ///
@@ -306,6 +307,11 @@ pub enum Command {
         /// Seconds a query may run.
         #[arg(long, value_name = "SECONDS", default_value_t = 60)]
         query_timeout: u64,
+        /// Serve MCP's streamable HTTP transport at http://ADDR/mcp instead of stdio, e.g.
+        /// 127.0.0.1:8765 (port 0 picks a free one). Keep it on loopback unless a proxy in
+        /// front authenticates clients: the server itself does not.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
     },
     /// Run a SELECT over catalog tables and print the result.
     Query {

@@ -169,6 +169,7 @@ pub async fn execute(cli: Cli) -> Result<()> {
             max_rows,
             max_bytes,
             query_timeout,
+            http,
         } => {
             let limits = crate::mcp::Limits {
                 max_rows: *max_rows,
@@ -176,7 +177,10 @@ pub async fn execute(cli: Cli) -> Result<()> {
                 timeout: std::time::Duration::from_secs(*query_timeout),
             };
             let lake = crate::mcp::Lake::new(project, cli.catalog.clone(), *allow_write, limits);
-            return crate::mcp::serve_stdio(lake).await;
+            return match http {
+                Some(addr) => crate::mcp::serve_http(lake, *addr).await,
+                None => crate::mcp::serve_stdio(lake).await,
+            };
         }
         Command::Query {
             sql,

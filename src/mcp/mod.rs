@@ -33,3 +33,48 @@ pub async fn serve_stdio(lake: Lake) -> Result<()> {
         .map_err(|e| Error::Internal(format!("MCP server stopped: {e}")))?;
     Ok(())
 }
+
+/// Serves `lake` over MCP's streamable HTTP transport at `http://ADDR/mcp` until the process
+/// is stopped. Requests must name a loopback host (`Host` checked against DNS rebinding)
+/// unless `addr` is not a loopback address, in which case its own IP is allowed too.
+pub async fn serve_http(lake: Lake, addr: std::net::SocketAddr) -> Result<()> {
+    use hyper_util::rt::TokioIo;
+    use hyper_util::service::TowerToHyperService;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+
+    let mut config = StreamableHttpServerConfig::default();
+    if !addr.ip().is_loopback() {
+        config.allowed_hosts.push(addr.ip().to_string());
+    }
+    let service = StreamableHttpService::new(
+        move || Ok(lake.clone()),
+        LocalSessionManager::default().into(),
+        config,
+    );
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Error::Usage(format!("--http {addr}: cannot listen there: {e}")))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| Error::Internal(format!("listening address: {e}")))?;
+    // The one line a supervisor (or a test) waits for, on stderr.
+    eprintln!("pipeline mcp: serving MCP at http://{local}/mcp");
+    loop {
+        let (stream, _) = listener
+            .accept()
+            .await
+            .map_err(|e| Error::Internal(format!("accepting a connection: {e}")))?;
+        let service = TowerToHyperService::new(service.clone());
+        tokio::spawn(async move {
+            let served = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+            if let Err(e) = served {
+                tracing::debug!(target: "pipeline::mcp", "HTTP connection ended: {e}");
+            }
+        });
+    }
+}

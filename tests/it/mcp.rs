@@ -8,12 +8,21 @@ use serde_json::{json, Value};
 
 use crate::common::{expected_retail, repo, Project};
 
-/// Starts `pipeline mcp ARGS` for `p` under the Python SDK, makes `calls`, returns what the
-/// client saw (tools, and per call `is_error` and `text`).
+/// Starts `pipeline mcp ARGS` for `p` under the Python SDK (over stdio), makes `calls`,
+/// returns what the client saw (tools, and per call `is_error` and `text`).
 fn drive(p: &Project, args: &[&str], calls: Value) -> Value {
+    drive_over(p, args, calls, false)
+}
+
+/// [`drive`] over stdio, or over streamable HTTP on a free loopback port.
+fn drive_over(p: &Project, args: &[&str], calls: Value, http: bool) -> Value {
     let project = p.path().to_str().unwrap().to_string();
-    let out = Command::new("python3")
-        .arg(repo().join("tests/mcp/drive.py"))
+    let mut command = Command::new("python3");
+    command.arg(repo().join("tests/mcp/drive.py"));
+    if http {
+        command.arg("--http");
+    }
+    let out = command
         .arg(calls.to_string())
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_pipeline"))
@@ -256,4 +265,33 @@ fn with_allow_write_a_rollback_records_the_client_and_reason() {
         text.contains("via:          MCP client pipeline-tests 1.0"),
         "{text}"
     );
+}
+
+#[test]
+fn the_same_tools_over_streamable_http() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    let seen = drive_over(
+        &p,
+        &[],
+        json!([
+            {"tool": "query", "arguments": {"sql": "SELECT count(*) AS orders, CAST(sum(revenue) AS VARCHAR) AS revenue FROM gold.monthly_revenue"}},
+            {"tool": "query", "arguments": {"sql": "COPY (SELECT 1) TO 'x.csv'"}},
+            {"tool": "rollback", "arguments": {"run_id": "x", "reason": "no"}},
+        ]),
+        true,
+    );
+    assert!(seen["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("http://127.0.0.1:"));
+    assert!(!tool_names(&seen).contains(&"rollback".to_string()));
+    let calls = seen["calls"].as_array().unwrap();
+    // By hand from tests/expected/retail.json: 3 months, 1674.48 + 1829.35 + 307.36.
+    let totals = answer(&calls[0]);
+    assert_eq!(totals["rows"], json!([[3, "3811.19"]]));
+    assert!(refused(&calls[1]).contains("SELECT"));
+    assert!(refused(&calls[2]).contains("--allow-write"));
+    let log = seen["server_log"].as_str().unwrap();
+    assert_eq!(log.matches("pipeline-tests 1.0").count(), 3, "{log}");
 }
