@@ -66,7 +66,7 @@ fn an_agent_reads_the_lake_and_cannot_write_to_it() {
     p.json(&["run", "retail"]);
     let seen = drive(
         &p,
-        &["--max-rows", "5"],
+        &["--max-rows", "5", "--query-timeout", "1"],
         json!([
             {"tool": "list_tables"},
             {"tool": "query", "arguments": {"sql": "SELECT CAST(month AS VARCHAR) AS month, orders, customers, revenue FROM gold.monthly_revenue ORDER BY month"}},
@@ -78,6 +78,10 @@ fn an_agent_reads_the_lake_and_cannot_write_to_it() {
             {"tool": "backfill_plan", "arguments": {"pipeline": "retail", "from": "2026-02-01", "to": "2026-02-28"}},
             {"tool": "describe_table", "arguments": {"table": "silver.orders"}},
             {"tool": "run", "arguments": {"pipeline": "retail", "reason": "should be refused"}},
+            {"tool": "query", "arguments": {"sql": "SELECT count(*) FROM silver.orders a, silver.orders b, silver.orders c, silver.orders d, silver.orders e"}},
+            {"tool": "quality", "arguments": {}},
+            {"tool": "list_runs", "arguments": {}},
+            {"tool": "plan", "arguments": {"pipeline": "retail"}},
         ]),
     );
     // The tool list: read tools only, each annotated read-only.
@@ -200,6 +204,40 @@ fn an_agent_reads_the_lake_and_cannot_write_to_it() {
     // A write tool, called anyway: refused, and the run history did not grow.
     assert!(refused(&calls[9]).contains("--allow-write"));
     assert_eq!(p.json(&["runs"]).as_array().unwrap().len(), 1);
+
+    // 39^5 rows to count: stopped by the 1 s timeout.
+    assert!(refused(&calls[10]).contains("timeout"));
+
+    // Quality results of the run: the spec's three expectations on silver.orders, and the
+    // relationships check warns about the orders of customers missing from silver.customers.
+    let quality = answer(&calls[11]);
+    let results = quality["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "{quality}");
+    let unique = results.iter().find(|r| r["check"] == "unique").unwrap();
+    assert_eq!(unique["passed"], true);
+    // The hand-computed gold.fact_orders has 4 orders without a customer name.
+    let expected_orphans = expected["tables"]["gold.fact_orders"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r[3].is_null())
+        .count();
+    let related = results
+        .iter()
+        .find(|r| r["check"] == "relationships")
+        .unwrap();
+    assert_eq!(related["passed"], false);
+    assert_eq!(related["violations"], expected_orphans);
+    // The run, newest first, with its undo command; and no planned schema change.
+    let runs = answer(&calls[12]);
+    let newest = &runs["runs_newest_first"][0];
+    assert_eq!(newest["kind"], "run");
+    assert!(newest["undo"]
+        .as_str()
+        .unwrap()
+        .starts_with("pipeline rollback "));
+    let planned = answer(&calls[13]).to_string();
+    assert!(!planned.contains("\"breaking\":true"), "{planned}");
 
     // Every call is logged on stderr, with the client's name.
     let log = seen["server_log"].as_str().unwrap();
