@@ -4,8 +4,8 @@
 //!
 //! ```text
 //! cli                          the command line: arguments, one printer per command, progress
-//! schedule  mcp                when pipelines run by themselves (tick, daemon, status); the
-//!                              MCP server for agents
+//! schedule  mcp  docs          when pipelines run by themselves (tick, daemon, status); the
+//!                              MCP server for agents; the static docs site for people
 //! run  inspect  maintain       one run end to end; read-only views; table upkeep
 //! plan                         what a run WILL do: job graph, validation, scope, backfill, impact
 //! quality                      audits on staged snapshots
@@ -26,6 +26,7 @@ pub mod catalog;
 pub mod cli;
 pub mod commit;
 pub mod compact;
+pub mod docs;
 pub mod engine;
 pub mod error;
 pub mod fault;

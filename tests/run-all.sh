@@ -6,10 +6,20 @@
 #      tests/servers/build-rustberg.sh);
 #   3. starts moto (S3 + S3 Tables) on 127.0.0.1, waits until it answers, and stops it by PID
 #      when the tests end (rustberg servers are started per test by the tests themselves);
-#   4. runs every Rust test.
+#   4. installs headless Chromium (Debian's `chromium`) for the docs-site browser test, when
+#      it is missing and apt-get can run;
+#   5. runs every Rust test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+if ! command -v chromium >/dev/null 2>&1; then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo -n"; fi
+  if ! { $sudo apt-get install -y -qq chromium >/dev/null 2>&1 \
+      || { $sudo apt-get update -qq >/dev/null 2>&1 && $sudo apt-get install -y -qq chromium >/dev/null 2>&1; }; }; then
+    echo "note: could not install chromium; the docs-site test will skip its browser part" >&2
+  fi
+fi
 PIPELINE_TEST_RUSTBERG="$(./tests/servers/build-rustberg.sh)"
 export PIPELINE_TEST_RUSTBERG
 

@@ -283,6 +283,19 @@ pub enum Command {
         #[arg(long)]
         pipeline: Option<String>,
     },
+    /// Write a static documentation site of a pipeline into a folder: its DAG as a picture,
+    /// a page per table (schema, partitioning, SQL, column lineage, expectations and their
+    /// last results, snapshots) and the runs (who, why, what changed, checks, how to undo).
+    ///
+    /// The folder opens from disk in any browser (no server, no network):
+    ///   pipeline docs retail --out site && xdg-open site/index.html
+    #[command(verbatim_doc_comment)]
+    Docs {
+        pipeline: String,
+        /// The folder to write (created; its pages are replaced).
+        #[arg(long, value_name = "DIR", default_value = "site")]
+        out: PathBuf,
+    },
     /// Serve the lake to AI agents over the Model Context Protocol (stdio, or streamable HTTP
     /// with --http): read tools for
     /// tables, schemas, queries, lineage, plans, runs and quality results; write tools (run,

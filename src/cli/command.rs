@@ -164,6 +164,16 @@ pub async fn execute(cli: Cli) -> Result<()> {
             let invocation = invocation(&args.reason);
             return maintain::maintain(&project, catalog_name, args, invocation, cli.json).await;
         }
+        Command::Docs { pipeline, out } => {
+            let spec = load_with_catalog(&project, pipeline, catalog_name)?;
+            let out = if out.is_absolute() {
+                out.clone()
+            } else {
+                project.join(out)
+            };
+            let site = crate::docs::write_site(&spec, &out).await?;
+            print::docs(&site, cli.json);
+        }
         Command::Mcp {
             allow_write,
             max_rows,

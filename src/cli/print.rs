@@ -481,3 +481,18 @@ pub fn query(schema: &Schema, batches: &[RecordBatch], as_json: bool) -> Result<
     }
     Ok(())
 }
+
+/// `pipeline docs`: where the site is and what it holds.
+pub fn docs(site: &crate::docs::SiteReport, as_json: bool) {
+    if as_json {
+        return json(site);
+    }
+    println!(
+        "wrote {} pages ({} tables, {} runs) to {}\nopen {}",
+        site.pages,
+        site.tables,
+        site.runs,
+        site.out.display(),
+        site.out.join("index.html").display()
+    );
+}

@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["quality"],
     &["plan"],
     &["run", "inspect", "maintain"],
-    &["schedule", "mcp"],
+    &["schedule", "mcp", "docs"],
     &["cli"],
 ];
 

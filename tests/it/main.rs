@@ -13,6 +13,7 @@ mod concurrency;
 mod conflicts;
 mod crash;
 mod damaged;
+mod docs_site;
 mod exactly_once;
 mod expectations;
 mod full_refresh;

@@ -1,0 +1,408 @@
+//! The site's pages, rendered from what [`super::Site`] gathered: the index (DAG and tables),
+//! one page per table, and the runs.
+
+use std::fmt::Write;
+
+use super::dag::{self, Node};
+use super::html::{escape, page};
+use super::{Site, TablePage};
+use crate::catalog::RunRecord;
+use crate::lineage::{render, LineageFormat};
+use crate::spec::ColumnRef;
+
+/// The file name of `table`'s page, under `tables/`.
+pub fn table_file(table: &str) -> String {
+    format!("{}.html", table.replace(['/', '\\'], "_"))
+}
+
+/// Seconds between a run's start and finish (0 when a time does not parse).
+fn seconds(run: &RunRecord) -> f64 {
+    let parse = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
+    match (parse(&run.started_at), parse(&run.finished_at)) {
+        (Some(a), Some(b)) => (b - a).num_milliseconds() as f64 / 1000.0,
+        _ => 0.0,
+    }
+}
+
+/// `index.html`: the DAG, then the tables by layer.
+pub fn index(site: &Site) -> String {
+    let mut body = format!("<h1>{}</h1>\n", escape(&site.pipeline.name));
+    if let Some(d) = &site.pipeline.description {
+        let _ = writeln!(body, "<p>{}</p>", escape(d));
+    }
+    let (nodes, edges, headers) = site.graph();
+    body.push_str("<h2>DAG</h2>\n<div class=\"dag-box\" style=\"overflow-x:auto\">");
+    body.push_str(&dag::svg(&nodes, &edges, &headers));
+    body.push_str("</div>\n<h2>Tables</h2>\n<table class=\"grid\" id=\"tables\"><tr><th>table</th><th>written by</th><th>rows</th><th>files</th><th>last run</th></tr>\n");
+    for t in &site.tables {
+        let (rows, files) = match &t.info {
+            Some(i) => (i.rows.to_string(), i.data_files.to_string()),
+            None => ("not created yet".into(), String::new()),
+        };
+        let last = t
+            .snapshots
+            .last()
+            .and_then(|s| s.run_id.clone())
+            .unwrap_or_default();
+        let _ = writeln!(
+            body,
+            "<tr><td><a class=\"table-link\" href=\"tables/{}\">{}</a></td><td>{}</td><td class=\"num\">{rows}</td><td class=\"num\">{files}</td><td><a href=\"runs.html#{}\">{}</a></td></tr>",
+            escape(&table_file(&t.name)),
+            escape(&t.name),
+            escape(&t.written_by),
+            escape(&last),
+            escape(&last)
+        );
+    }
+    body.push_str("</table>\n");
+    page(&site.pipeline.name, "DAG and tables", "", &body)
+}
+
+/// `tables/NAME.html`: schema, partitioning, SQL, column lineage, expectations, snapshots.
+pub fn table(site: &Site, t: &TablePage) -> String {
+    let mut body = format!(
+        "<h1>{}</h1>\n<p>Written by {}.</p>\n",
+        escape(&t.name),
+        escape(&t.written_by)
+    );
+    match &t.info {
+        None => body.push_str(
+            "<p class=\"muted\">Not created yet: the pipeline has not run on this catalog.</p>\n",
+        ),
+        Some(i) => {
+            let _ = writeln!(
+                body,
+                "<p>{} rows in {} data files ({} bytes); current snapshot {}; Iceberg format {}.<br><span class=\"muted\">metadata: {}</span></p>",
+                i.rows,
+                i.data_files,
+                i.bytes,
+                i.current_snapshot_id.map(|s| s.to_string()).unwrap_or_else(|| "none".into()),
+                escape(&i.format_version),
+                escape(&i.metadata_location)
+            );
+            body.push_str("<h2>Schema</h2>\n<table class=\"grid\" id=\"schema\"><tr><th>field id</th><th>column</th><th>type</th><th>required</th></tr>\n");
+            for c in &i.columns {
+                let _ = writeln!(
+                    body,
+                    "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    c.id,
+                    escape(&c.name),
+                    escape(&c.ty),
+                    if c.required { "yes" } else { "" }
+                );
+            }
+            body.push_str("</table>\n<h2>Partitioning</h2>\n");
+            if i.partition_spec.is_empty() {
+                body.push_str("<p>Unpartitioned.</p>\n");
+            } else {
+                let fields: Vec<String> = i.partition_spec.iter().map(|p| escape(p)).collect();
+                let _ = writeln!(body, "<p>{}</p>", fields.join(", "));
+            }
+        }
+    }
+    if let Some(sql) = &t.sql {
+        let _ = writeln!(
+            body,
+            "<h2>SQL</h2>\n<pre class=\"sql\">{}</pre>",
+            escape(sql)
+        );
+    }
+    if let Some(columns) = site.lineage.tables.get(&t.table) {
+        body.push_str("<h2>Column lineage</h2>\n<p class=\"muted\">Each column's sources, through every transform, down to the source files' fields.</p>\n");
+        for c in columns {
+            let root = ColumnRef::new(&t.table, c);
+            let tree = render(
+                &site.lineage,
+                std::slice::from_ref(&root),
+                LineageFormat::Text,
+            );
+            let upstream: Vec<String> = site
+                .lineage
+                .upstream(&root)
+                .iter()
+                .map(|u| u.to_string())
+                .collect();
+            let from = if upstream.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " <span class=\"muted\">&larr; {}</span>",
+                    escape(&upstream.join(", "))
+                )
+            };
+            let _ = writeln!(
+                body,
+                "<details class=\"lineage\" data-column=\"{}\" data-upstream=\"{}\"><summary>{}{from}</summary><pre>{}</pre></details>",
+                escape(&root.to_string()),
+                escape(&upstream.join(" ")),
+                escape(c),
+                escape(&tree)
+            );
+        }
+    }
+    body.push_str("<h2>Expectations</h2>\n");
+    let expectations: Vec<_> = site
+        .pipeline
+        .expectations
+        .iter()
+        .filter(|e| e.table == t.table)
+        .collect();
+    if expectations.is_empty() {
+        body.push_str("<p class=\"muted\">None declared.</p>\n");
+    } else {
+        body.push_str("<table class=\"grid\" id=\"expectations\"><tr><th>expectation</th><th>action</th><th>last result</th><th>run</th></tr>\n");
+        for e in expectations {
+            let last = site.last_result(&e.table.to_string(), &e.name);
+            let (result, run) = match last {
+                Some((run, q)) => (
+                    format!(
+                        "<span class=\"{}\">{}</span> {}",
+                        if q.passed { "pass" } else { "fail" },
+                        if q.passed { "passed" } else { "failed" },
+                        escape(&q.detail)
+                    ),
+                    format!("<a href=\"../runs.html#{0}\">{0}</a>", escape(run)),
+                ),
+                None => (
+                    "<span class=\"muted\">not evaluated yet</span>".into(),
+                    String::new(),
+                ),
+            };
+            let _ = writeln!(
+                body,
+                "<tr><td>{}</td><td>{}</td><td>{result}</td><td>{run}</td></tr>",
+                escape(&e.name),
+                e.action.name()
+            );
+        }
+        body.push_str("</table>\n");
+    }
+    body.push_str("<h2>Snapshots</h2>\n");
+    if t.snapshots.is_empty() {
+        body.push_str("<p class=\"muted\">None.</p>\n");
+    } else {
+        body.push_str("<table class=\"grid\" id=\"snapshots\"><tr><th>snapshot</th><th>committed</th><th>operation</th><th>added rows</th><th>deleted rows</th><th>total rows</th><th>run</th></tr>\n");
+        for s in t.snapshots.iter().rev() {
+            let run = s.run_id.clone().unwrap_or_default();
+            let _ = writeln!(
+                body,
+                "<tr><td>{}{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td><a href=\"../runs.html#{run}\">{run}</a></td></tr>",
+                s.snapshot_id,
+                if s.current { " (current)" } else { "" },
+                escape(&s.committed_at),
+                escape(&s.operation),
+                s.added_records,
+                s.deleted_records,
+                s.total_records,
+                run = escape(&run)
+            );
+        }
+        body.push_str("</table>\n");
+    }
+    page(&site.pipeline.name, &t.name, "../", &body)
+}
+
+/// `runs.html`: a chart of rows and seconds per run, then every run's receipt.
+pub fn runs(site: &Site) -> String {
+    let mut body = format!(
+        "<h1>Runs of {}</h1>\n<p class=\"muted\">Newest first; the {} newest are shown (<code>pipeline runs</code> lists all).</p>\n",
+        escape(&site.pipeline.name),
+        site.runs.len()
+    );
+    body.push_str("<h2>Rows written and seconds per run</h2>\n");
+    body.push_str(&chart(&site.runs));
+    body.push_str("<h2>Receipts</h2>\n<table class=\"grid\" id=\"runs\"><tr><th>run</th><th>kind</th><th>finished</th><th>who, why</th><th>what changed</th><th>checks</th><th>undo</th></tr>\n");
+    for r in &site.runs {
+        let mut who = format!(
+            "{} on {}",
+            escape(&r.invocation.user),
+            escape(&r.invocation.host)
+        );
+        if let Some(c) = &r.invocation.client {
+            let _ = write!(who, "<br>via MCP client {}", escape(c));
+        }
+        if let Some(reason) = &r.invocation.reason {
+            let _ = write!(who, "<br><em>{}</em>", escape(reason));
+        }
+        let changed: Vec<String> = r
+            .tables
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} {}{} ({} rows)",
+                    escape(&t.table),
+                    escape(&t.operation),
+                    t.partitions
+                        .as_ref()
+                        .map(|p| format!(" {}", escape(p)))
+                        .unwrap_or_default(),
+                    t.rows
+                )
+            })
+            .collect();
+        let failed: Vec<String> = r
+            .quality
+            .iter()
+            .filter(|q| !q.passed)
+            .map(|q| {
+                format!(
+                    "<span class=\"fail\">{}: {}</span>",
+                    escape(&q.name),
+                    escape(&q.detail)
+                )
+            })
+            .collect();
+        let checks = format!(
+            "{} of {} passed{}{}",
+            r.quality.iter().filter(|q| q.passed).count(),
+            r.quality.len(),
+            if failed.is_empty() { "" } else { "<br>" },
+            failed.join("<br>")
+        );
+        let error = r
+            .error
+            .as_ref()
+            .map(|e| format!("<br><span class=\"fail\">FAILED: {}</span>", escape(e)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            body,
+            "<tr id=\"{id}\" class=\"run\"><td><code class=\"run-id\">{id}</code></td><td>{}</td><td>{}<br><span class=\"muted\">{:.1} s</span></td><td>{who}</td><td>{}{error}</td><td>{checks}</td><td><code>{}</code></td></tr>",
+            escape(&r.kind.to_string()),
+            escape(&r.finished_at),
+            seconds(r),
+            changed.join("<br>"),
+            escape(&r.undo),
+            id = escape(&r.run_id),
+        );
+    }
+    body.push_str("</table>\n");
+    page(&site.pipeline.name, "runs", "", &body)
+}
+
+/// Two bars per run, oldest left: rows the run's tables hold after it (blue, scaled to the
+/// largest) and its seconds (amber, scaled likewise).
+fn chart(runs: &[RunRecord]) -> String {
+    let oldest_first: Vec<&RunRecord> = runs.iter().rev().collect();
+    let rows: Vec<f64> = oldest_first
+        .iter()
+        .map(|r| r.tables.iter().map(|t| t.rows as f64).sum())
+        .collect();
+    let secs: Vec<f64> = oldest_first.iter().map(|r| seconds(r)).collect();
+    let max_rows = rows.iter().cloned().fold(1.0, f64::max);
+    let max_secs = secs.iter().cloned().fold(0.001, f64::max);
+    let (h, slot) = (120.0, 22.0);
+    let width = 60.0 + slot * oldest_first.len().max(1) as f64;
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"{width:.0}\" height=\"{:.0}\" role=\"img\" aria-label=\"rows and seconds per run\">\n<text x=\"4\" y=\"12\">rows (max {max_rows:.0}) / seconds (max {max_secs:.1})</text>\n",
+        h + 40.0
+    );
+    for (i, r) in oldest_first.iter().enumerate() {
+        let x = 40.0 + slot * i as f64;
+        let rh = h * rows[i] / max_rows;
+        let sh = h * secs[i] / max_secs;
+        let _ = writeln!(
+            out,
+            "<g class=\"run-bars\" data-run=\"{}\" data-rows=\"{}\" data-seconds=\"{:.3}\"><title>{} {}: {} rows, {:.1} s</title><rect class=\"bar-rows\" x=\"{x:.0}\" y=\"{:.1}\" width=\"8\" height=\"{rh:.1}\"/><rect class=\"bar-secs\" x=\"{:.0}\" y=\"{:.1}\" width=\"8\" height=\"{sh:.1}\"/></g>",
+            escape(&r.run_id),
+            rows[i],
+            secs[i],
+            escape(&r.kind.to_string()),
+            escape(&r.run_id),
+            rows[i],
+            secs[i],
+            20.0 + h - rh,
+            x + 9.0,
+            20.0 + h - sh,
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+/// The DAG's nodes, edges and column headers.
+pub(super) fn graph_of(site: &Site) -> (Vec<Node>, Vec<(String, String)>, Vec<String>) {
+    let medallion = site
+        .tables
+        .iter()
+        .all(|t| ["bronze", "silver", "gold"].contains(&t.table.namespace.as_str()));
+    let mut depth: std::collections::BTreeMap<String, usize> = Default::default();
+    for t in &site.tables {
+        let column = if medallion {
+            match t.table.namespace.as_str() {
+                "bronze" => 1,
+                "silver" => 2,
+                _ => 3,
+            }
+        } else {
+            1 + t
+                .inputs
+                .iter()
+                .filter_map(|i| depth.get(i).copied())
+                .max()
+                .unwrap_or(0)
+        };
+        depth.insert(t.name.clone(), column);
+    }
+    let last = depth.values().copied().max().unwrap_or(1);
+    let mut nodes = Vec::new();
+    let mut edges = Vec::new();
+    for t in &site.tables {
+        for source in &t.sources {
+            let id = format!("source:{source}");
+            if !nodes.iter().any(|n: &Node| n.id == id) {
+                nodes.push(Node {
+                    id: id.clone(),
+                    label: source.rsplit('/').next().unwrap_or(source).to_string(),
+                    detail: source.clone(),
+                    column: 0,
+                    href: None,
+                    class: "source".into(),
+                });
+            }
+            edges.push((id, t.name.clone()));
+        }
+        for input in &t.inputs {
+            edges.push((input.clone(), t.name.clone()));
+        }
+    }
+    for t in &site.tables {
+        let detail = match &t.info {
+            Some(i) => format!("{} rows", i.rows),
+            None => "not created yet".into(),
+        };
+        nodes.push(Node {
+            id: t.name.clone(),
+            label: t.name.clone(),
+            detail,
+            column: depth[&t.name],
+            href: Some(format!("tables/{}", table_file(&t.name))),
+            class: if medallion {
+                t.table.namespace.clone()
+            } else {
+                "other".into()
+            },
+        });
+    }
+    for r in &site.pipeline.readers {
+        let id = format!("reader:{}", r.name);
+        nodes.push(Node {
+            id: id.clone(),
+            label: r.name.clone(),
+            detail: r.owner.clone().unwrap_or_default(),
+            column: last + 1,
+            href: None,
+            class: "reader".into(),
+        });
+        for t in site.tables_read_by(r) {
+            edges.push((t, id.clone()));
+        }
+    }
+    let mut headers = vec!["sources".to_string()];
+    if medallion {
+        headers.extend(["bronze", "silver", "gold"].map(String::from));
+    } else {
+        headers.extend((1..=last).map(|d| format!("step {d}")));
+    }
+    headers.push("readers".into());
+    (nodes, edges, headers)
+}
