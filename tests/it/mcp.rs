@@ -55,6 +55,25 @@ fn answer(call: &Value) -> Value {
     serde_json::from_str(call["text"].as_str().unwrap()).unwrap()
 }
 
+/// Rows of JSON values as text (strings as they are, numbers as written).
+fn texts(rows: &Value) -> Vec<Vec<String>> {
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(String::from)
+                        .unwrap_or_else(|| v.to_string())
+                })
+                .collect()
+        })
+        .collect()
+}
+
 fn refused(call: &Value) -> String {
     assert_eq!(call["is_error"], true, "expected a refusal: {call}");
     call["text"].as_str().unwrap().to_string()
@@ -126,34 +145,8 @@ fn an_agent_reads_the_lake_and_cannot_write_to_it() {
 
     // A query over gold: the hand-computed monthly revenue.
     let monthly = answer(&calls[1]);
-    let want: Vec<Vec<String>> = expected["tables"]["gold.monthly_revenue"]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            r.as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_str().unwrap().to_string())
-                .collect()
-        })
-        .collect();
-    let got: Vec<Vec<String>> = monthly["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            r.as_array()
-                .unwrap()
-                .iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(String::from)
-                        .unwrap_or_else(|| v.to_string())
-                })
-                .collect()
-        })
-        .collect();
+    let want = texts(&expected["tables"]["gold.monthly_revenue"]["rows"]);
+    let got = texts(&monthly["rows"]);
     assert_eq!(got, want);
     assert_eq!(monthly["truncated"], false);
 
