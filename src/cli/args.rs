@@ -27,6 +27,8 @@ use crate::run::LockWait;
 ///   pipeline history silver.orders      snapshots, newest last
 ///   pipeline query "SELECT * FROM gold.monthly_revenue ORDER BY month"
 ///   pipeline query "SELECT count(*) FROM silver.orders" --as-of 1234567890
+///   pipeline docs retail --out site     a static site: DAG picture, table pages, runs
+///   pipeline mcp                        the lake for AI agents (Model Context Protocol, stdio)
 #[derive(Parser)]
 #[command(name = "pipeline", version, verbatim_doc_comment)]
 pub struct Cli {
@@ -291,15 +293,15 @@ pub enum Command {
     ///   pipeline docs retail --out site && xdg-open site/index.html
     #[command(verbatim_doc_comment)]
     Docs {
+        /// The pipeline to document (pipelines/NAME.toml).
         pipeline: String,
         /// The folder to write (created; its pages are replaced).
         #[arg(long, value_name = "DIR", default_value = "site")]
         out: PathBuf,
     },
     /// Serve the lake to AI agents over the Model Context Protocol (stdio, or streamable HTTP
-    /// with --http): read tools for
-    /// tables, schemas, queries, lineage, plans, runs and quality results; write tools (run,
-    /// backfill, rollback) only with --allow-write.
+    /// with --http): read tools for tables, schemas, queries, lineage, plans, runs and quality
+    /// results; write tools (run, backfill, rollback) only with --allow-write.
     ///
     /// Register it with an MCP client, e.g. in a client's JSON config:
     ///   {"command": "pipeline", "args": ["mcp", "--project", "/path/to/project"]}
