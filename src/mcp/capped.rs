@@ -41,55 +41,91 @@ pub struct CappedResult {
     pub truncated_by: Option<String>,
 }
 
-/// Runs `sql` (one SELECT) over `catalog` within `limits`.
+/// Runs `sql` (one SELECT) over `catalog` within `limits`, on a runtime of its own: when the
+/// timeout strikes, the answer goes back at once and that runtime is abandoned (its tasks are
+/// dropped at their next yield), so an operator busy inside one long step neither delays the
+/// answer nor holds up the server or its exit.
 pub async fn capped_query(
+    catalog: PipelineCatalog,
+    sql: String,
+    as_of: Option<i64>,
+    limits: Limits,
+) -> Result<CappedResult> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("mcp-query".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = tx.send(Some(Err(Error::Internal(format!(
+                        "cannot start a query runtime: {e}"
+                    )))));
+                    return;
+                }
+            };
+            let result = runtime.block_on(async {
+                tokio::time::timeout(limits.timeout, collect(&catalog, &sql, as_of, limits)).await
+            });
+            let _ = tx.send(result.ok());
+            runtime.shutdown_background();
+        })
+        .map_err(|e| Error::Internal(format!("cannot start a query thread: {e}")))?;
+    let answer = tokio::time::timeout(limits.timeout, rx).await;
+    match answer {
+        Ok(Ok(Some(result))) => result,
+        Ok(Err(_)) => Err(Error::Internal(
+            "the query thread ended without an answer".into(),
+        )),
+        Ok(Ok(None)) | Err(_) => Err(Error::Usage(format!(
+            "query: stopped after the {} s timeout; narrow it (a WHERE on a partition column, a LIMIT)",
+            limits.timeout.as_secs()
+        ))),
+    }
+}
+
+/// The capped rows of `sql`, read from its stream until a cap.
+async fn collect(
     catalog: &PipelineCatalog,
     sql: &str,
     as_of: Option<i64>,
     limits: Limits,
 ) -> Result<CappedResult> {
-    let work = async {
-        let (schema, mut stream) = query_stream(catalog, sql, as_of).await?;
-        let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-        let mut rows = Vec::new();
-        let mut bytes = 0usize;
-        let mut truncated_by = None;
-        'batches: while let Some(batch) = stream.next().await {
-            let batch = batch?;
-            let text = batches_to_json(&schema, &[batch])?;
-            let parsed: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| Error::Internal(format!("query result as JSON: {e}")))?;
-            let batch_rows = match parsed.get("rows") {
-                Some(serde_json::Value::Array(r)) => r.clone(),
-                _ => Vec::new(),
-            };
-            for row in batch_rows {
-                if rows.len() == limits.max_rows {
-                    truncated_by = Some(format!("row cap {}", limits.max_rows));
-                    break 'batches;
-                }
-                let size = row.to_string().len() + 1;
-                if bytes + size > limits.max_bytes {
-                    truncated_by = Some(format!("byte cap {}", limits.max_bytes));
-                    break 'batches;
-                }
-                bytes += size;
-                rows.push(row);
+    let (schema, mut stream) = query_stream(catalog, sql, as_of).await?;
+    let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    let mut rows = Vec::new();
+    let mut bytes = 0usize;
+    let mut truncated_by = None;
+    'batches: while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        let text = batches_to_json(&schema, &[batch])?;
+        let parsed: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| Error::Internal(format!("query result as JSON: {e}")))?;
+        let batch_rows = match parsed.get("rows") {
+            Some(serde_json::Value::Array(r)) => r.clone(),
+            _ => Vec::new(),
+        };
+        for row in batch_rows {
+            if rows.len() == limits.max_rows {
+                truncated_by = Some(format!("row cap {}", limits.max_rows));
+                break 'batches;
             }
+            let size = row.to_string().len() + 1;
+            if bytes + size > limits.max_bytes {
+                truncated_by = Some(format!("byte cap {}", limits.max_bytes));
+                break 'batches;
+            }
+            bytes += size;
+            rows.push(row);
         }
-        Ok(CappedResult {
-            columns,
-            rows,
-            truncated: truncated_by.is_some(),
-            truncated_by,
-        })
-    };
-    tokio::time::timeout(limits.timeout, work)
-        .await
-        .map_err(|_| {
-            Error::Usage(format!(
-                "query: stopped after the {} s timeout; narrow it (a WHERE on a partition column, a LIMIT)",
-                limits.timeout.as_secs()
-            ))
-        })?
+    }
+    Ok(CappedResult {
+        columns,
+        rows,
+        truncated: truncated_by.is_some(),
+        truncated_by,
+    })
 }

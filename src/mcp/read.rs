@@ -136,7 +136,7 @@ impl Lake {
         answer(
             async {
                 let catalog = self.open_catalog(None).await?;
-                capped_query(&catalog, &a.sql, a.as_of, self.limits).await
+                capped_query(catalog, a.sql, a.as_of, self.limits).await
             }
             .await,
         )

@@ -97,7 +97,7 @@ fn an_agent_reads_the_lake_and_cannot_write_to_it() {
             {"tool": "backfill_plan", "arguments": {"pipeline": "retail", "from": "2026-02-01", "to": "2026-02-28"}},
             {"tool": "describe_table", "arguments": {"table": "silver.orders"}},
             {"tool": "run", "arguments": {"pipeline": "retail", "reason": "should be refused"}},
-            {"tool": "query", "arguments": {"sql": "SELECT count(*) FROM silver.orders a, silver.orders b, silver.orders c, silver.orders d, silver.orders e"}},
+            {"tool": "query", "arguments": {"sql": "SELECT count(*) FROM silver.orders a, silver.orders b, silver.orders c, silver.orders d, silver.orders e, silver.orders f"}},
             {"tool": "quality", "arguments": {}},
             {"tool": "list_runs", "arguments": {}},
             {"tool": "plan", "arguments": {"pipeline": "retail"}},
@@ -198,8 +198,20 @@ fn an_agent_reads_the_lake_and_cannot_write_to_it() {
     assert!(refused(&calls[9]).contains("--allow-write"));
     assert_eq!(p.json(&["runs"]).as_array().unwrap().len(), 1);
 
-    // 39^5 rows to count: stopped by the 1 s timeout.
+    // 39^6 rows to count: stopped by the 1 s timeout, answered then (not when the busy
+    // operator next yields), and the server answers the next calls.
     assert!(refused(&calls[10]).contains("timeout"));
+    let log = seen["server_log"].as_str().unwrap();
+    let line = log
+        .lines()
+        .find(|l| l.contains("silver.orders f"))
+        .expect("the timed-out call is logged");
+    let seconds: f64 = line
+        .rsplit("seconds=")
+        .next()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no seconds in {line}"));
+    assert!(seconds < 10.0, "answered after {seconds} s: {line}");
 
     // Quality results of the run: the spec's three expectations on silver.orders, and the
     // relationships check warns about the orders of customers missing from silver.customers.
