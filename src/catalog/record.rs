@@ -23,16 +23,19 @@ pub enum RunKind {
     Rollback,
     /// `pipeline maintain` (or `after_run` maintenance): compaction, manifest rewrite, expiry.
     Maintain,
+    /// `pipeline sql`: a DELETE or UPDATE of rows, copy-on-write.
+    Sql,
 }
 
 impl RunKind {
-    /// The word records and messages use: `run`, `backfill`, `rollback`, `maintain`.
+    /// The word records and messages use: `run`, `backfill`, `rollback`, `maintain`, `sql`.
     pub fn name(self) -> &'static str {
         match self {
             RunKind::Run => "run",
             RunKind::Backfill => "backfill",
             RunKind::Rollback => "rollback",
             RunKind::Maintain => "maintain",
+            RunKind::Sql => "sql",
         }
     }
 }

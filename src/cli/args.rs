@@ -285,6 +285,24 @@ pub enum Command {
         #[arg(long)]
         pipeline: Option<String>,
     },
+    /// Delete rows from a table, copy-on-write, as a recorded and undoable change:
+    ///   pipeline sql "DELETE FROM silver.customers WHERE customer_id = 4711" --reason "GDPR-12"
+    ///
+    /// Only the data files holding matching rows are rewritten (without them); the change is
+    /// published atomically with a run record (`pipeline runs`, `pipeline rollback RUN_ID`),
+    /// and the next run recomputes downstream the partitions whose files changed.
+    #[command(verbatim_doc_comment)]
+    Sql {
+        /// One `DELETE FROM namespace.table WHERE condition`.
+        statement: String,
+        /// Why (a ticket, an incident): recorded in the run record.
+        #[arg(long)]
+        reason: Option<String>,
+        /// The pipeline whose run lock and records to use (default: the one that writes the
+        /// table).
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
     /// Write a static documentation site of a pipeline into a folder: its DAG as a picture,
     /// a page per table (schema, partitioning, SQL, column lineage, expectations and their
     /// last results, snapshots) and the runs (who, why, what changed, checks, how to undo).

@@ -164,6 +164,28 @@ pub async fn execute(cli: Cli) -> Result<()> {
             let invocation = invocation(&args.reason);
             return maintain::maintain(&project, catalog_name, args, invocation, cli.json).await;
         }
+        Command::Sql {
+            statement,
+            reason,
+            pipeline,
+        } => {
+            let (table, condition) = crate::run::parse_delete(statement)?;
+            let name = match pipeline {
+                Some(p) => p.clone(),
+                None => producer_of(&project, &table)?,
+            };
+            let catalog = open_project_catalog(&project, Some(&name), catalog_name).await?;
+            let change = crate::run::delete_rows(
+                &catalog,
+                &name,
+                &table,
+                &condition,
+                &invocation(reason),
+                Arc::new(Progress::stderr()),
+            )
+            .await?;
+            print::row_change(&table, &change, cli.json);
+        }
         Command::Docs { pipeline, out } => {
             let spec = load_with_catalog(&project, pipeline, catalog_name)?;
             let out = if out.is_absolute() {

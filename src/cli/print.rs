@@ -496,3 +496,22 @@ pub fn docs(site: &crate::docs::SiteReport, as_json: bool) {
         site.out.join("index.html").display()
     );
 }
+
+/// `pipeline sql`: rows removed, files rewritten, and the run that undoes it.
+pub fn row_change(table: &crate::spec::TableName, change: &crate::run::RowChange, as_json: bool) {
+    if as_json {
+        return json(change);
+    }
+    match &change.record {
+        None => println!("no row of {table} matches: nothing was changed"),
+        Some(record) => println!(
+            "run {}: deleted {} rows from {table}, rewriting {} of its {} data files ({} bytes); undo: {}",
+            record.run_id,
+            change.rows_removed,
+            change.files_rewritten,
+            change.files_in_table,
+            change.bytes_rewritten,
+            record.undo
+        ),
+    }
+}

@@ -17,6 +17,7 @@ mod options;
 mod pipeline;
 mod report;
 mod rollback;
+mod row_change;
 mod transform_job;
 
 pub use crate::catalog::lock::{holder, lock_path, LockWait};
@@ -27,3 +28,4 @@ pub use options::RunOptions;
 pub use pipeline::{run_pipeline, run_tick, Served};
 pub use report::{JobAction, JobReport, Observer, RunReport, Silent};
 pub use rollback::rollback;
+pub use row_change::{delete_rows, parse_delete, RowChange};

@@ -32,6 +32,7 @@ mod remote;
 mod remote_catalogs;
 mod retail_pipeline;
 mod retention;
+mod row_changes;
 mod run_records;
 mod schedule;
 mod schema_evolution;
