@@ -285,15 +285,17 @@ pub enum Command {
         #[arg(long)]
         pipeline: Option<String>,
     },
-    /// Delete rows from a table, copy-on-write, as a recorded and undoable change:
+    /// Delete or update rows of a table, copy-on-write, as a recorded and undoable change:
     ///   pipeline sql "DELETE FROM silver.customers WHERE customer_id = 4711" --reason "GDPR-12"
+    ///   pipeline sql "UPDATE bronze.pos_orders SET status = 'cancelled' WHERE order_id = 42"
     ///
-    /// Only the data files holding matching rows are rewritten (without them); the change is
+    /// Only the data files holding matching rows are rewritten; the change is
     /// published atomically with a run record (`pipeline runs`, `pipeline rollback RUN_ID`),
     /// and the next run recomputes downstream the partitions whose files changed.
     #[command(verbatim_doc_comment)]
     Sql {
-        /// One `DELETE FROM namespace.table WHERE condition`.
+        /// One `DELETE FROM namespace.table WHERE condition` or `UPDATE namespace.table SET
+        /// column = expression, ... WHERE condition`.
         statement: String,
         /// Why (a ticket, an incident): recorded in the run record.
         #[arg(long)]

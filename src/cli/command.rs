@@ -169,22 +169,21 @@ pub async fn execute(cli: Cli) -> Result<()> {
             reason,
             pipeline,
         } => {
-            let (table, condition) = crate::run::parse_delete(statement)?;
+            let parsed = crate::run::parse_row_change(statement)?;
             let name = match pipeline {
                 Some(p) => p.clone(),
-                None => producer_of(&project, &table)?,
+                None => producer_of(&project, &parsed.table)?,
             };
             let catalog = open_project_catalog(&project, Some(&name), catalog_name).await?;
-            let change = crate::run::delete_rows(
+            let change = crate::run::change_rows(
                 &catalog,
                 &name,
-                &table,
-                &condition,
+                &parsed,
                 &invocation(reason),
                 Arc::new(Progress::stderr()),
             )
             .await?;
-            print::row_change(&table, &change, cli.json);
+            print::row_change(&parsed.table, &change, cli.json);
         }
         Command::Docs { pipeline, out } => {
             let spec = load_with_catalog(&project, pipeline, catalog_name)?;

@@ -504,14 +504,17 @@ pub fn row_change(table: &crate::spec::TableName, change: &crate::run::RowChange
     }
     match &change.record {
         None => println!("no row of {table} matches: nothing was changed"),
-        Some(record) => println!(
-            "run {}: deleted {} rows from {table}, rewriting {} of its {} data files ({} bytes); undo: {}",
+        Some(record) => {
+            println!(
+            "run {}: {} {} rows of {table}, rewriting {} of its {} data files ({} bytes); undo: {}",
             record.run_id,
-            change.rows_removed,
+            if change.statement == "delete" { "deleted" } else { "updated" },
+            change.rows,
             change.files_rewritten,
             change.files_in_table,
             change.bytes_rewritten,
             record.undo
-        ),
+        )
+        }
     }
 }

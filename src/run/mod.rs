@@ -28,4 +28,4 @@ pub use options::RunOptions;
 pub use pipeline::{run_pipeline, run_tick, Served};
 pub use report::{JobAction, JobReport, Observer, RunReport, Silent};
 pub use rollback::rollback;
-pub use row_change::{delete_rows, parse_delete, RowChange};
+pub use row_change::{change_rows, parse_row_change, ParsedChange, RowChange, RowEdit};

@@ -1,7 +1,8 @@
-//! `pipeline sql "DELETE FROM ns.table WHERE ..."`: rows removed copy-on-write. Every live
-//! data file that may hold a matching row (Iceberg prunes by partition and column bounds) is
-//! read whole; a file with a match is rewritten without those rows and replaced in one
-//! `overwrite` snapshot, files without a match stay as they are. No delete files are written,
+//! `pipeline sql "DELETE FROM ns.table WHERE ..."` and `"UPDATE ns.table SET c = expr WHERE
+//! ..."`: rows removed or changed copy-on-write. Every live data file that may hold a matching
+//! row (Iceberg prunes by partition and column bounds) is read whole; a file with a match is
+//! rewritten (without those rows, or with their new values) and replaced in one `overwrite`
+//! snapshot, files without a match stay as they are. No delete files are written,
 //! so every Iceberg reader sees the change. The snapshot keeps the table's lineage and
 //! incremental keys (a transform's table is not recomputed because of it) and is published
 //! with a run record of kind `sql` (who, why, the statement, rows removed): `pipeline
@@ -38,7 +39,10 @@ use crate::write::TableWriter;
 pub struct RowChange {
     /// The run record published; `None` when no row matched and nothing changed.
     pub record: Option<RunRecord>,
-    pub rows_removed: u64,
+    /// `delete` or `update`.
+    pub statement: &'static str,
+    /// Rows deleted or updated.
+    pub rows: u64,
     /// Data files rewritten without the rows (the others were not touched).
     pub files_rewritten: u64,
     /// Live data files of the table before the change.
@@ -46,16 +50,42 @@ pub struct RowChange {
     pub bytes_rewritten: u64,
 }
 
-/// Deletes the rows of `table` where `predicate` (SQL, over the table's columns) is true,
-/// as run `pipeline`'s change by `invocation`. Takes the pipeline's run lock.
-pub async fn delete_rows(
+/// What to do to the rows that match.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowEdit {
+    Delete,
+    /// `column = expression` (SQL over the row's columns), in order.
+    Update(Vec<(String, String)>),
+}
+
+impl RowEdit {
+    pub fn name(&self) -> &'static str {
+        match self {
+            RowEdit::Delete => "delete",
+            RowEdit::Update(_) => "update",
+        }
+    }
+}
+
+/// A parsed `pipeline sql` statement: the table, the WHERE condition (SQL), the edit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedChange {
+    pub table: TableName,
+    pub condition: String,
+    pub edit: RowEdit,
+}
+
+/// Applies `change` to the rows of its table where its condition is true, as run
+/// `pipeline`'s change by `invocation`. Takes the pipeline's run lock.
+pub async fn change_rows(
     catalog: &PipelineCatalog,
     pipeline: &str,
-    table: &TableName,
-    predicate: &str,
+    change: &ParsedChange,
     invocation: &Invocation,
     observer: Arc<dyn Observer>,
 ) -> Result<RowChange> {
+    let table = &change.table;
+    let predicate = change.condition.as_str();
     let _locked = lock_and_recover(
         catalog,
         pipeline,
@@ -79,6 +109,28 @@ pub async fn delete_rows(
     let physical = session
         .create_physical_expr(condition.clone(), &df_schema)
         .map_err(|e| Error::Usage(format!("WHERE {predicate}: {e}")))?;
+    // UPDATE: for each assigned column, its position and its new value's expression.
+    let mut assignments = Vec::new();
+    if let RowEdit::Update(set) = &change.edit {
+        for (column, value) in set {
+            let index = arrow_schema.index_of(column).map_err(|_| {
+                Error::Usage(format!(
+                    "SET {column}: {table} has no column `{column}`; its columns: {}",
+                    arrow_schema
+                        .fields()
+                        .iter()
+                        .map(|f| f.name().as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+            let expr = session
+                .parse_sql_expr(value, &df_schema)
+                .and_then(|e| session.create_physical_expr(e, &df_schema))
+                .map_err(|e| Error::Usage(format!("SET {column} = {value}: {e}")))?;
+            assignments.push((index, expr));
+        }
+    }
 
     // Candidate files: those Iceberg cannot rule out by partition values and column bounds.
     let mut scan = loaded.scan().select_all();
@@ -139,7 +191,7 @@ pub async fn delete_rows(
     )
     .await?;
     let mut removed_files = BTreeSet::new();
-    let (mut rows_removed, mut bytes_rewritten) = (0u64, 0u64);
+    let (mut rows_changed, mut bytes_rewritten) = (0u64, 0u64);
     let mut paths: Vec<&String> = candidates.keys().collect();
     paths.sort();
     for path in paths {
@@ -159,13 +211,33 @@ pub async fn delete_rows(
             .read(futures::stream::iter([Ok(task.clone())]).boxed())?
             .stream();
         while let Some(batch) = batches.try_next().await? {
-            let keep = arrow::compute::not(&matches(&batch)?)?;
-            let kept = filter_record_batch(&batch, &keep)?;
-            if kept.num_rows() > 0 {
-                writer.write(kept).await?;
+            let hit = matches(&batch)?;
+            let out = match &change.edit {
+                RowEdit::Delete => filter_record_batch(&batch, &arrow::compute::not(&hit)?)?,
+                RowEdit::Update(_) => {
+                    let mut columns = batch.columns().to_vec();
+                    for (index, expr) in &assignments {
+                        let new = expr.evaluate(&batch)?.into_array(batch.num_rows())?;
+                        let new = arrow::compute::cast(&new, columns[*index].data_type()).map_err(
+                            |e| {
+                                Error::Usage(format!(
+                                    "SET {}: the new values are not a {}: {e}",
+                                    arrow_schema.field(*index).name(),
+                                    columns[*index].data_type()
+                                ))
+                            },
+                        )?;
+                        columns[*index] =
+                            arrow::compute::kernels::zip::zip(&hit, &new, &columns[*index])?;
+                    }
+                    arrow::record_batch::RecordBatch::try_new(batch.schema(), columns)?
+                }
+            };
+            if out.num_rows() > 0 {
+                writer.write(out).await?;
             }
         }
-        rows_removed += hits;
+        rows_changed += hits;
         bytes_rewritten += task.file_size_in_bytes;
         removed_files.insert(path.clone());
     }
@@ -217,7 +289,8 @@ pub async fn delete_rows(
         publish(catalog, publication).await?;
         return Ok(RowChange {
             record: Some(record),
-            rows_removed,
+            statement: change.edit.name(),
+            rows: rows_changed,
             files_rewritten,
             files_in_table,
             bytes_rewritten,
@@ -225,81 +298,133 @@ pub async fn delete_rows(
     }
     Ok(RowChange {
         record: None,
-        rows_removed: 0,
+        statement: change.edit.name(),
+        rows: 0,
         files_rewritten: 0,
         files_in_table,
         bytes_rewritten: 0,
     })
 }
 
-/// The table and the WHERE condition (as SQL) of `DELETE FROM ns.table WHERE condition`.
-/// Anything else (UPDATE, a DELETE without WHERE, USING, several tables) is refused with what
-/// to write instead.
-pub fn parse_delete(sql: &str) -> Result<(TableName, String)> {
+/// The table, WHERE condition (as SQL) and edit of `DELETE FROM ns.table WHERE condition` or
+/// `UPDATE ns.table SET column = expression, ... WHERE condition`. Anything else (no WHERE,
+/// USING or FROM, several tables, RETURNING, LIMIT) is refused with what to write instead.
+pub fn parse_row_change(sql: &str) -> Result<ParsedChange> {
     use datafusion::sql::parser::{DFParser, Statement as DFStatement};
-    use datafusion::sql::sqlparser::ast::{FromTable, Statement, TableFactor};
+    use datafusion::sql::sqlparser::ast::{
+        AssignmentTarget, FromTable, Statement, TableFactor, TableWithJoins,
+    };
     let usage = |m: String| Error::Usage(m);
     let mut statements = DFParser::parse_sql(sql).map_err(|e| usage(format!("sql: {e}")))?;
     let statement = match (statements.pop_front(), statements.is_empty()) {
         (Some(DFStatement::Statement(s)), true) => *s,
-        _ => return Err(usage("sql: pass exactly one DELETE statement".into())),
+        _ => {
+            return Err(usage(
+                "sql: pass exactly one DELETE or UPDATE statement".into(),
+            ))
+        }
     };
-    let Statement::Delete(delete) = statement else {
-        return Err(usage(
-            "sql: only `DELETE FROM namespace.table WHERE ...` is supported (UPDATE is not yet)"
-                .into(),
-        ));
+    let table_of = |t: &TableWithJoins| -> Result<TableName> {
+        let TableFactor::Table { name, .. } = &t.relation else {
+            return Err(usage("sql: name a table, written namespace.table".into()));
+        };
+        if !t.joins.is_empty() {
+            return Err(usage("sql: one table, without joins".into()));
+        }
+        TableName::parse(&name.to_string()).ok_or_else(|| {
+            usage(format!(
+                "sql: write the table as namespace.table (got `{name}`); `pipeline tables` lists them"
+            ))
+        })
     };
-    let from = match &delete.from {
-        FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+    let (table, selection, edit) = match statement {
+        Statement::Delete(delete) => {
+            let from = match &delete.from {
+                FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+            };
+            let [one] = from.as_slice() else {
+                return Err(usage("sql: DELETE from one table".into()));
+            };
+            if delete.using.is_some()
+                || !delete.tables.is_empty()
+                || delete.returning.is_some()
+                || delete.limit.is_some()
+                || !delete.order_by.is_empty()
+            {
+                return Err(usage(
+                    "sql: DELETE from one table, without USING, RETURNING, ORDER BY or LIMIT".into(),
+                ));
+            }
+            (table_of(one)?, delete.selection, RowEdit::Delete)
+        }
+        Statement::Update(update) => {
+            if update.from.is_some() || update.returning.is_some() || update.limit.is_some() {
+                return Err(usage(
+                    "sql: UPDATE one table, without FROM, RETURNING or LIMIT".into(),
+                ));
+            }
+            let mut set = Vec::new();
+            for a in &update.assignments {
+                let AssignmentTarget::ColumnName(column) = &a.target else {
+                    return Err(usage("sql: SET one column at a time: SET a = 1, b = 2".into()));
+                };
+                let column = column.to_string();
+                let column = column.rsplit('.').next().unwrap_or(&column).trim_matches('"');
+                set.push((column.to_string(), a.value.to_string()));
+            }
+            (table_of(&update.table)?, update.selection, RowEdit::Update(set))
+        }
+        _ => {
+            return Err(usage(
+                "sql: only `DELETE FROM namespace.table WHERE ...` and `UPDATE namespace.table SET column = expression WHERE ...`"
+                    .into(),
+            ))
+        }
     };
-    let ([one], true, true) = (
-        from.as_slice(),
-        delete.using.is_none() && delete.tables.is_empty(),
-        delete.returning.is_none() && delete.limit.is_none() && delete.order_by.is_empty(),
-    ) else {
-        return Err(usage(
-            "sql: DELETE from one table, without USING, RETURNING, ORDER BY or LIMIT".into(),
-        ));
-    };
-    let TableFactor::Table { name, .. } = &one.relation else {
-        return Err(usage(
-            "sql: DELETE FROM a table, written namespace.table".into(),
-        ));
-    };
-    if !one.joins.is_empty() {
-        return Err(usage("sql: DELETE from one table, without joins".into()));
-    }
-    let table = TableName::parse(&name.to_string()).ok_or_else(|| {
+    let condition = selection.ok_or_else(|| {
         usage(format!(
-            "sql: write the table as namespace.table (got `{name}`); `pipeline tables` lists them"
+            "sql: {} {table} needs a WHERE; for every row, `WHERE true` says so",
+            edit.name().to_uppercase()
         ))
     })?;
-    let condition = delete.selection.ok_or_else(|| {
-        usage(format!(
-            "sql: DELETE FROM {table} needs a WHERE; to empty a table, `WHERE true` says so"
-        ))
-    })?;
-    Ok((table, condition.to_string()))
+    Ok(ParsedChange {
+        table,
+        condition: condition.to_string(),
+        edit,
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_delete;
+    use super::{parse_row_change, RowEdit};
 
     #[test]
-    fn a_delete_names_its_table_and_condition_and_nothing_else_passes() {
-        let (t, c) = parse_delete("DELETE FROM silver.customers WHERE customer_id = 4711").unwrap();
-        assert_eq!(t.to_string(), "silver.customers");
-        assert_eq!(c, "customer_id = 4711");
+    fn deletes_and_updates_name_their_table_condition_and_edit_and_nothing_else_passes() {
+        let d = parse_row_change("DELETE FROM silver.customers WHERE customer_id = 4711").unwrap();
+        assert_eq!(d.table.to_string(), "silver.customers");
+        assert_eq!(d.condition, "customer_id = 4711");
+        assert_eq!(d.edit, RowEdit::Delete);
+        let u = parse_row_change(
+            "UPDATE bronze.pos_orders SET status = 'cancelled', quantity = quantity + 1 WHERE order_id = 42",
+        )
+        .unwrap();
+        assert_eq!(u.table.to_string(), "bronze.pos_orders");
+        assert_eq!(u.condition, "order_id = 42");
+        assert_eq!(
+            u.edit,
+            RowEdit::Update(vec![
+                ("status".into(), "'cancelled'".into()),
+                ("quantity".into(), "quantity + 1".into())
+            ])
+        );
         for bad in [
-            "UPDATE silver.customers SET name = 'x' WHERE customer_id = 1",
+            "UPDATE silver.customers SET name = 'x'",
             "DELETE FROM silver.customers",
             "DELETE FROM customers WHERE customer_id = 1",
             "SELECT 1",
             "DELETE FROM silver.a WHERE x = 1; DELETE FROM silver.b WHERE x = 1",
         ] {
-            assert!(parse_delete(bad).is_err(), "{bad}");
+            assert!(parse_row_change(bad).is_err(), "{bad}");
         }
     }
 }

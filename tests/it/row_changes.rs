@@ -25,7 +25,8 @@ fn a_delete_rewrites_only_the_files_holding_the_rows_and_is_undone_by_rollback()
         "--reason",
         "TICKET-7: a test order",
     ]);
-    assert_eq!(change["rows_removed"], 1, "{change}");
+    assert_eq!(change["statement"], "delete");
+    assert_eq!(change["rows"], 1, "{change}");
     assert_eq!(change["files_rewritten"], 1);
     assert_eq!(change["files_in_table"], 3);
     let record = &change["record"];
@@ -97,14 +98,62 @@ fn a_delete_rewrites_only_the_files_holding_the_rows_and_is_undone_by_rollback()
     assert_eq!(p.json(&["runs"]).as_array().unwrap().len(), runs);
 
     // What it does not do, said clearly.
-    let (code, err) = p.fails(&[
-        "sql",
-        "UPDATE silver.orders SET status = 'x' WHERE order_id = 1",
-    ]);
+    let (code, err) = p.fails(&["sql", "DELETE FROM silver.orders"]);
     assert_eq!(code, 2);
-    assert!(err.contains("UPDATE is not yet"), "{err}");
-    let (_, err) = p.fails(&["sql", "DELETE FROM silver.orders"]);
     assert!(err.contains("needs a WHERE"), "{err}");
     let (_, err) = p.fails(&["sql", "DELETE FROM silver.orders WHERE no_such_column = 1"]);
     assert!(err.contains("no_such_column"), "{err}");
+}
+
+#[test]
+fn an_update_of_bronze_flows_to_silver_on_the_next_run_for_its_month_only() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    // A January POS order that is not cancelled yet.
+    let target = p.query(
+        "SELECT min(order_id) FROM bronze.pos_orders WHERE order_ts < TIMESTAMP '2026-02-01 00:00:00' AND lower(trim(status)) <> 'cancelled'",
+    )[0][0]
+        .clone()
+        .unwrap();
+    let rows_before = p.query("SELECT count(*) FROM bronze.pos_orders")[0][0].clone();
+    let change = p.json(&[
+        "sql",
+        &format!("UPDATE bronze.pos_orders SET status = 'cancelled', quantity = quantity * 2 WHERE order_id = {target}"),
+        "--reason",
+        "INC-9: cancelled by phone",
+    ]);
+    assert_eq!(change["statement"], "update");
+    assert_eq!(change["rows"], 1, "{change}");
+    assert_eq!(change["files_rewritten"], 1);
+    // Every row is still there; only the matching one changed.
+    assert_eq!(
+        p.query("SELECT count(*) FROM bronze.pos_orders")[0][0],
+        rows_before
+    );
+    let row = p.query(&format!(
+        "SELECT status, quantity FROM bronze.pos_orders WHERE order_id = {target}"
+    ));
+    assert_eq!(row[0][0].as_deref(), Some("cancelled"));
+    let quantity: i64 = row[0][1].as_deref().unwrap().parse().unwrap();
+    assert!(quantity >= 2 && quantity % 2 == 0, "{row:?}");
+
+    // The next run recomputes January of silver.orders (and downstream), nothing else.
+    let next = p.json(&["run", "retail"]);
+    let silver = action(&next, "silver.orders");
+    assert!(
+        silver.contains("2026-01") && !silver.contains("2026-02"),
+        "{silver}"
+    );
+    let status = p.query(&format!(
+        "SELECT status, quantity FROM silver.orders WHERE order_id = {target}"
+    ));
+    assert_eq!(status[0][0].as_deref(), Some("cancelled"));
+    assert_eq!(status[0][1].as_deref(), Some(quantity.to_string().as_str()));
+
+    // A bad SET names the column.
+    let (_, err) = p.fails(&[
+        "sql",
+        "UPDATE bronze.pos_orders SET colour = 'red' WHERE order_id = 1",
+    ]);
+    assert!(err.contains("colour"), "{err}");
 }
