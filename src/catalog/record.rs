@@ -25,10 +25,12 @@ pub enum RunKind {
     Maintain,
     /// `pipeline sql`: a DELETE or UPDATE of rows, copy-on-write.
     Sql,
+    /// `pipeline erase`: one subject's rows removed from every table that holds them.
+    Erase,
 }
 
 impl RunKind {
-    /// The word records and messages use: `run`, `backfill`, `rollback`, `maintain`, `sql`.
+    /// The word records and messages use: `run`, `backfill`, `rollback`, `maintain`, `sql`, `erase`.
     pub fn name(self) -> &'static str {
         match self {
             RunKind::Run => "run",
@@ -36,6 +38,7 @@ impl RunKind {
             RunKind::Rollback => "rollback",
             RunKind::Maintain => "maintain",
             RunKind::Sql => "sql",
+            RunKind::Erase => "erase",
         }
     }
 }

@@ -305,6 +305,26 @@ pub enum Command {
         #[arg(long)]
         pipeline: Option<String>,
     },
+    /// Erase one subject (a customer) from every table of a pipeline that holds the columns
+    /// the condition names, copy-on-write, in one atomic publish recorded as an `erase` run:
+    ///   pipeline erase retail --where "customer_id = 4711" --plan
+    ///   pipeline erase retail --where "customer_id = 4711" --reason "GDPR request 2026-118"
+    ///
+    /// Not yet: quarantined raw lines are listed as not searched; old snapshots keep the rows
+    /// until they expire (`pipeline maintain`); aggregates are recomputed by the next run.
+    #[command(verbatim_doc_comment)]
+    Erase {
+        pipeline: String,
+        /// The subject, as a SQL condition over the tables' columns.
+        #[arg(long = "where", value_name = "CONDITION")]
+        condition: String,
+        /// Only list the tables, rows and files it would rewrite.
+        #[arg(long)]
+        plan: bool,
+        /// Why: recorded in the run record (required to erase).
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Write a static documentation site of a pipeline into a folder: its DAG as a picture,
     /// a page per table (schema, partitioning, SQL, column lineage, expectations and their
     /// last results, snapshots) and the runs (who, why, what changed, checks, how to undo).

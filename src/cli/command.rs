@@ -185,6 +185,30 @@ pub async fn execute(cli: Cli) -> Result<()> {
             .await?;
             print::row_change(&parsed.table, &change, cli.json);
         }
+        Command::Erase {
+            pipeline,
+            condition,
+            plan,
+            reason,
+        } => {
+            if !*plan && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+                return Err(Error::Usage(
+                    "erase: say why with --reason (a request or ticket id); it goes into the run record".into(),
+                ));
+            }
+            let spec = load_with_catalog(&project, pipeline, catalog_name)?;
+            let catalog = PipelineCatalog::connect(&spec.catalog).await?;
+            let report = crate::run::erase(
+                &spec,
+                &catalog,
+                condition,
+                *plan,
+                &invocation(reason),
+                Arc::new(Progress::stderr()),
+            )
+            .await?;
+            print::erase(&report, cli.json);
+        }
         Command::Docs { pipeline, out } => {
             let spec = load_with_catalog(&project, pipeline, catalog_name)?;
             let out = if out.is_absolute() {

@@ -518,3 +518,40 @@ pub fn row_change(table: &crate::spec::TableName, change: &crate::run::RowChange
         }
     }
 }
+
+/// `pipeline erase`: per table the rows and files, and the run.
+pub fn erase(report: &crate::run::EraseReport, as_json: bool) {
+    if as_json {
+        return json(report);
+    }
+    let rows: Vec<Vec<String>> = report
+        .tables
+        .iter()
+        .map(|t| {
+            vec![
+                t.table.clone(),
+                t.rows.to_string(),
+                format!("{} of {}", t.files_rewritten, t.files_in_table),
+                t.bytes_rewritten.to_string(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        crate::output::render_table(
+            &strings(&["table", "rows", "files rewritten", "bytes rewritten"]),
+            &rows
+        )
+    );
+    for t in &report.without_subject {
+        println!("{t}: does not hold the condition's columns");
+    }
+    for t in &report.not_searched {
+        println!("{t}");
+    }
+    match (&report.record, report.planned_only) {
+        (_, true) => println!("plan only: nothing was changed"),
+        (None, false) => println!("no row matches: nothing was changed"),
+        (Some(r), false) => println!("run {}: erased; undo: {}", r.run_id, r.undo),
+    }
+}

@@ -7,6 +7,7 @@
 //! are never referenced by any table.
 
 mod audit;
+mod erase;
 mod execute;
 mod failed;
 mod maintain;
@@ -21,6 +22,7 @@ mod row_change;
 mod transform_job;
 
 pub use crate::catalog::lock::{holder, lock_path, LockWait};
+pub use erase::{erase, EraseReport, ErasedTable};
 pub use failed::record_failure;
 pub use maintain::{maintain_pipeline, MaintainOptions};
 pub use maintenance::{MaintainReport, TableMaintenance};

@@ -75,6 +75,16 @@ pub struct ParsedChange {
     pub edit: RowEdit,
 }
 
+/// One table's part of a row change: what matched, and (unless only planned, or nothing
+/// matched) the staged snapshot with its run-record entry.
+pub struct StagedRowChange {
+    pub rows: u64,
+    pub files_rewritten: u64,
+    pub files_in_table: u64,
+    pub bytes_rewritten: u64,
+    pub staged: Option<(crate::commit::StagedTable, TableRecord)>,
+}
+
 /// Applies `change` to the rows of its table where its condition is true, as run
 /// `pipeline`'s change by `invocation`. Takes the pipeline's run lock.
 pub async fn change_rows(
@@ -84,8 +94,6 @@ pub async fn change_rows(
     invocation: &Invocation,
     observer: Arc<dyn Observer>,
 ) -> Result<RowChange> {
-    let table = &change.table;
-    let predicate = change.condition.as_str();
     let _locked = lock_and_recover(
         catalog,
         pipeline,
@@ -95,10 +103,51 @@ pub async fn change_rows(
     .await?;
     let started = chrono::Utc::now();
     let run_id = new_run_id(started);
+    let part = stage_row_change(catalog, pipeline, &run_id, change, false).await?;
+    let mut out = RowChange {
+        record: None,
+        statement: change.edit.name(),
+        rows: part.rows,
+        files_rewritten: part.files_rewritten,
+        files_in_table: part.files_in_table,
+        bytes_rewritten: part.bytes_rewritten,
+    };
+    if let Some((staged, entry)) = part.staged {
+        let record = RunRecord::new(&run_id, RunKind::Sql, pipeline, started, invocation)
+            .finished_now()
+            .with_tables(vec![entry]);
+        let publication = Publication {
+            changes: vec![TableChange::publish(staged)?],
+            record: Some(record.clone()),
+        };
+        publish(catalog, publication).await?;
+        out.record = Some(record);
+    }
+    Ok(out)
+}
+
+/// Finds the rows of `change` in its table and, unless `plan_only`, rewrites the files that
+/// hold them and stages the snapshot (for run `run_id` of `pipeline`); nothing is published.
+/// The caller holds the pipeline's run lock.
+pub async fn stage_row_change(
+    catalog: &PipelineCatalog,
+    pipeline: &str,
+    run_id: &str,
+    change: &ParsedChange,
+    plan_only: bool,
+) -> Result<StagedRowChange> {
+    let table = &change.table;
+    let predicate = change.condition.as_str();
     let loaded = catalog.load_existing(table).await?;
     let metadata = loaded.metadata();
     let Some(before) = metadata.current_snapshot_id() else {
-        return Err(Error::Usage(format!("{table} has no rows to delete")));
+        return Ok(StagedRowChange {
+            rows: 0,
+            files_rewritten: 0,
+            files_in_table: 0,
+            bytes_rewritten: 0,
+            staged: None,
+        });
     };
     let arrow_schema = Arc::new(schema_to_arrow_schema(metadata.current_schema())?);
     let df_schema = DFSchema::try_from(arrow_schema.as_ref().clone())?;
@@ -207,6 +256,12 @@ pub async fn change_rows(
         if hits == 0 {
             continue;
         }
+        rows_changed += hits;
+        bytes_rewritten += task.file_size_in_bytes;
+        removed_files.insert(path.clone());
+        if plan_only {
+            continue;
+        }
         let mut batches = reader()?
             .read(futures::stream::iter([Ok(task.clone())]).boxed())?
             .stream();
@@ -237,73 +292,54 @@ pub async fn change_rows(
                 writer.write(out).await?;
             }
         }
-        rows_changed += hits;
-        bytes_rewritten += task.file_size_in_bytes;
-        removed_files.insert(path.clone());
     }
     let rewritten = writer.close().await?;
     let files_in_table = summary::total(metadata.current_snapshot(), summary::TOTAL_DATA_FILES);
-    let mut tables = Vec::new();
-    let mut publication = Publication::default();
-    if !removed_files.is_empty() {
-        let mut properties: HashMap<String, String> = metadata
-            .current_snapshot()
-            .map(|s| {
-                s.summary()
-                    .additional_properties
-                    .iter()
-                    .filter(|(k, _)| CARRIED_BY_REPLACE.contains(&k.as_str()))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        properties.insert(summary::PIPELINE.into(), pipeline.to_string());
-        properties.insert(summary::RUN_ID.into(), run_id.clone());
-        properties.insert(summary::JOB.into(), "sql".into());
-        let location = loaded.metadata_location_result()?;
-        let target = TableTarget::unchanged(table, metadata, location)?;
-        let files_rewritten = removed_files.len() as u64;
-        let staged = stage_snapshot(
-            target,
-            rewritten,
-            &file_io,
-            properties,
-            WriteMode::Rewrite(removed_files),
-        )
-        .await?;
-        let after = Some(staged.snapshot_id);
-        let rows = total_records(staged.metadata.snapshot_by_id(staged.snapshot_id));
-        tables.push(TableRecord {
-            table: table.to_string(),
-            operation: "rewrite".into(),
-            partitions: None,
-            snapshot_before: Some(before),
-            snapshot_after: after,
-            rows,
-        });
-        publication.changes.push(TableChange::publish(staged)?);
-        let record = RunRecord::new(&run_id, RunKind::Sql, pipeline, started, invocation)
-            .finished_now()
-            .with_tables(tables);
-        publication.record = Some(record.clone());
-        publish(catalog, publication).await?;
-        return Ok(RowChange {
-            record: Some(record),
-            statement: change.edit.name(),
-            rows: rows_changed,
-            files_rewritten,
-            files_in_table,
-            bytes_rewritten,
-        });
-    }
-    Ok(RowChange {
-        record: None,
-        statement: change.edit.name(),
-        rows: 0,
-        files_rewritten: 0,
+    let files_rewritten = removed_files.len() as u64;
+    let mut part = StagedRowChange {
+        rows: rows_changed,
+        files_rewritten,
         files_in_table,
-        bytes_rewritten: 0,
-    })
+        bytes_rewritten,
+        staged: None,
+    };
+    if plan_only || removed_files.is_empty() {
+        return Ok(part);
+    }
+    let mut properties: HashMap<String, String> = metadata
+        .current_snapshot()
+        .map(|s| {
+            s.summary()
+                .additional_properties
+                .iter()
+                .filter(|(k, _)| CARRIED_BY_REPLACE.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    properties.insert(summary::PIPELINE.into(), pipeline.to_string());
+    properties.insert(summary::RUN_ID.into(), run_id.to_string());
+    properties.insert(summary::JOB.into(), change.edit.name().into());
+    let location = loaded.metadata_location_result()?;
+    let target = TableTarget::unchanged(table, metadata, location)?;
+    let staged = stage_snapshot(
+        target,
+        rewritten,
+        &file_io,
+        properties,
+        WriteMode::Rewrite(removed_files),
+    )
+    .await?;
+    let entry = TableRecord {
+        table: table.to_string(),
+        operation: "rewrite".into(),
+        partitions: None,
+        snapshot_before: Some(before),
+        snapshot_after: Some(staged.snapshot_id),
+        rows: total_records(staged.metadata.snapshot_by_id(staged.snapshot_id)),
+    };
+    part.staged = Some((staged, entry));
+    Ok(part)
 }
 
 /// The table, WHERE condition (as SQL) and edit of `DELETE FROM ns.table WHERE condition` or

@@ -14,6 +14,7 @@ mod conflicts;
 mod crash;
 mod damaged;
 mod docs_site;
+mod erase;
 mod exactly_once;
 mod expectations;
 mod full_refresh;

@@ -1,0 +1,127 @@
+//! `pipeline erase`: one customer's rows removed from every table that holds `customer_id`,
+//! in one atomic publish; every other row unchanged; PyIceberg and DuckDB agree; the next run
+//! does not bring the rows back; the receipt names the tables, not the erased values.
+//! Customer 5 (Dana Weiss) has two rows in customers.csv and orders in the POS files.
+
+use crate::common::Project;
+
+const TABLES: [&str; 7] = [
+    "bronze.pos_orders",
+    "bronze.web_orders",
+    "bronze.customers",
+    "silver.orders",
+    "silver.customers",
+    "gold.fact_orders",
+    "gold.customer_metrics",
+];
+
+#[test]
+fn erasing_a_customer_removes_exactly_their_rows_everywhere_at_once() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    let count = |table: &str, cond: &str| -> u64 {
+        p.query(&format!("SELECT count(*) FROM {table} WHERE {cond}"))[0][0]
+            .as_deref()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    // Every row of every table except customer 5's, before.
+    let others = |table: &str| -> Vec<Vec<Option<String>>> {
+        let all = p.query(&format!(
+            "SELECT * FROM {table} WHERE customer_id IS DISTINCT FROM 5"
+        ));
+        let mut all = all;
+        all.sort();
+        all
+    };
+    let before: Vec<_> = TABLES.iter().map(|t| others(t)).collect();
+    let theirs: Vec<u64> = TABLES.iter().map(|t| count(t, "customer_id = 5")).collect();
+    assert_eq!(theirs[2], 2, "customers.csv has two rows of customer 5");
+    assert!(theirs[0] >= 1, "customer 5 has POS orders");
+    let runs = p.json(&["runs"]).as_array().unwrap().len();
+
+    // The plan changes nothing and counts what it would remove.
+    let plan = p.json(&["erase", "retail", "--where", "customer_id = 5", "--plan"]);
+    assert_eq!(plan["planned_only"], true);
+    for (table, n) in TABLES.iter().zip(&theirs) {
+        let t = plan["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["table"] == *table)
+            .unwrap();
+        assert_eq!(t["rows"], *n, "{table}");
+    }
+    assert_eq!(p.json(&["runs"]).as_array().unwrap().len(), runs);
+    assert_eq!(count("silver.orders", "customer_id = 5"), theirs[3]);
+
+    // Refused without a reason, or with a condition no table can hold.
+    let (code, err) = p.fails(&["erase", "retail", "--where", "customer_id = 5"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--reason"), "{err}");
+    let (_, err) = p.fails(&["erase", "retail", "--where", "client = 5", "--reason", "x"]);
+    assert!(err.contains("no table of retail"), "{err}");
+
+    let done = p.json(&[
+        "erase",
+        "retail",
+        "--where",
+        "customer_id = 5",
+        "--reason",
+        "GDPR-118",
+    ]);
+    let record = &done["record"];
+    assert_eq!(record["kind"], "erase");
+    assert_eq!(record["reason"], "GDPR-118");
+    let changed: Vec<&str> = record["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["table"].as_str().unwrap())
+        .collect();
+    for (table, n) in TABLES.iter().zip(&theirs) {
+        assert_eq!(
+            changed.contains(table),
+            *n > 0,
+            "{table} in the receipt: {changed:?}"
+        );
+        assert_eq!(count(table, "customer_id = 5"), 0, "{table}");
+    }
+    // All published by one run: every changed table's snapshot carries its id.
+    let run_id = record["run_id"].as_str().unwrap();
+    for table in &changed {
+        let history = p.json(&["history", table]);
+        let last = history.as_array().unwrap().last().unwrap();
+        assert_eq!(last["run_id"], run_id, "{table}");
+    }
+    // Everyone else's rows are exactly as they were.
+    for (table, rows) in TABLES.iter().zip(&before) {
+        assert_eq!(&others(table), rows, "{table}");
+    }
+    // The receipt holds no erased value.
+    let receipt = p.json(&["run-info", run_id]).to_string();
+    assert!(
+        !receipt.contains("dana.weiss") && !receipt.contains("Dana Weiss"),
+        "{receipt}"
+    );
+
+    // Independent readers see the same tables.
+    let readers = p.independent_readers();
+    for table in TABLES {
+        let engine = count(table, "true");
+        for reader in ["pyiceberg", "duckdb"] {
+            assert_eq!(readers[table][reader]["rows"], engine, "{reader} {table}");
+        }
+    }
+
+    // The next run does not bring the rows back (the source files are loaded already).
+    p.json(&["run", "retail"]);
+    for table in TABLES {
+        assert_eq!(
+            count(table, "customer_id = 5"),
+            0,
+            "{table} after the next run"
+        );
+    }
+}
