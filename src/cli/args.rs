@@ -310,8 +310,9 @@ pub enum Command {
     ///   pipeline erase retail --where "customer_id = 4711" --plan
     ///   pipeline erase retail --where "customer_id = 4711" --reason "GDPR request 2026-118"
     ///
-    /// Not yet: quarantined raw lines are listed as not searched; old snapshots keep the rows
-    /// until they expire (`pipeline maintain`); aggregates are recomputed by the next run.
+    /// --purge then expires the older snapshots of those tables and deletes the files only
+    /// they referenced. Not yet: quarantined raw lines are listed as not searched; aggregates
+    /// are recomputed by the next run; landing files are not rewritten.
     #[command(verbatim_doc_comment)]
     Erase {
         pipeline: String,
@@ -324,6 +325,11 @@ pub enum Command {
         /// Why: recorded in the run record (required to erase).
         #[arg(long)]
         reason: Option<String>,
+        /// Then expire every older snapshot of the erased tables (even those kept for
+        /// rollback) and delete the data files and metadata only they referenced, so no file
+        /// of the warehouse holds the rows any more (recorded as a `maintain` run).
+        #[arg(long)]
+        purge: bool,
     },
     /// Write a static documentation site of a pipeline into a folder: its DAG as a picture,
     /// a page per table (schema, partitioning, SQL, column lineage, expectations and their

@@ -190,6 +190,7 @@ pub async fn execute(cli: Cli) -> Result<()> {
             condition,
             plan,
             reason,
+            purge,
         } => {
             if !*plan && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
                 return Err(Error::Usage(
@@ -207,7 +208,18 @@ pub async fn execute(cli: Cli) -> Result<()> {
                 Arc::new(Progress::stderr()),
             )
             .await?;
-            print::erase(&report, cli.json);
+            let purged = match (&report.record, *purge) {
+                (Some(record), true) => {
+                    let tables: Vec<TableName> = record
+                        .tables
+                        .iter()
+                        .filter_map(|t| TableName::parse(&t.table))
+                        .collect();
+                    Some(crate::run::purge(&spec, tables, invocation(reason)).await?)
+                }
+                _ => None,
+            };
+            print::erase(&report, purged.as_ref(), cli.json);
         }
         Command::Docs { pipeline, out } => {
             let spec = load_with_catalog(&project, pipeline, catalog_name)?;

@@ -520,9 +520,13 @@ pub fn row_change(table: &crate::spec::TableName, change: &crate::run::RowChange
 }
 
 /// `pipeline erase`: per table the rows and files, and the run.
-pub fn erase(report: &crate::run::EraseReport, as_json: bool) {
+pub fn erase(
+    report: &crate::run::EraseReport,
+    purged: Option<&crate::run::MaintainReport>,
+    as_json: bool,
+) {
     if as_json {
-        return json(report);
+        return json(&serde_json::json!({"erase": report, "purge": purged}));
     }
     let rows: Vec<Vec<String>> = report
         .tables
@@ -553,5 +557,11 @@ pub fn erase(report: &crate::run::EraseReport, as_json: bool) {
         (_, true) => println!("plan only: nothing was changed"),
         (None, false) => println!("no row matches: nothing was changed"),
         (Some(r), false) => println!("run {}: erased; undo: {}", r.run_id, r.undo),
+    }
+    if let Some(p) = purged {
+        println!(
+            "purged: older snapshots expired and the files only they referenced deleted (run {})",
+            p.run_id.as_deref().unwrap_or("none: nothing to expire")
+        );
     }
 }

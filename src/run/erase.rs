@@ -7,7 +7,7 @@
 //! Not yet: quarantine tables (raw lines) are listed as not searched; tables whose subject
 //! column was renamed by a transform are not followed through lineage; aggregates without
 //! the subject's column (monthly totals) are recomputed by the next run, not in this publish;
-//! old snapshots still hold the rows until they expire (`pipeline maintain`).
+//! old snapshots hold the rows until [`purge`] expires them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -160,4 +160,30 @@ pub async fn erase(
     .await?;
     report.record = Some(record);
     Ok(report)
+}
+
+/// `--purge`: the erased `tables` keep only their current snapshot. Every older one (even
+/// those kept for rollback and for incremental runs) expires, and the data files, manifests
+/// and metadata files only they referenced are deleted: no file of the warehouse holds the
+/// erased rows afterwards. Recorded as a `maintain` run; it cannot be undone.
+pub async fn purge(
+    pipeline: &Pipeline,
+    tables: Vec<TableName>,
+    invocation: Invocation,
+) -> Result<super::MaintainReport> {
+    let mut spec = pipeline.clone();
+    spec.maintenance.expire_older_than = Duration::ZERO;
+    spec.maintenance.keep_last = 1;
+    spec.maintenance.min_input_files = usize::MAX; // no compaction
+                                                   // First pass: manifests rewritten to hold live files only (the erase snapshot's manifests
+                                                   // still list the removed files, with their column bounds), older snapshots expired.
+    spec.maintenance.max_manifests = 0;
+    let mut options = super::MaintainOptions::new(LockWait(Some(Duration::from_secs(3600))));
+    options.tables = Some(tables);
+    options.expire_protected = true;
+    options.invocation = invocation;
+    super::maintain_pipeline(&spec, &options, Arc::new(super::Silent)).await?;
+    // Second pass: the erase snapshot itself, now older than the rewrite, expires too.
+    spec.maintenance.max_manifests = usize::MAX;
+    super::maintain_pipeline(&spec, &options, Arc::new(super::Silent)).await
 }

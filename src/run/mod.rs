@@ -22,7 +22,7 @@ mod row_change;
 mod transform_job;
 
 pub use crate::catalog::lock::{holder, lock_path, LockWait};
-pub use erase::{erase, EraseReport, ErasedTable};
+pub use erase::{erase, purge, EraseReport, ErasedTable};
 pub use failed::record_failure;
 pub use maintain::{maintain_pipeline, MaintainOptions};
 pub use maintenance::{MaintainReport, TableMaintenance};

@@ -42,7 +42,8 @@ fn erasing_a_customer_removes_exactly_their_rows_everywhere_at_once() {
     let runs = p.json(&["runs"]).as_array().unwrap().len();
 
     // The plan changes nothing and counts what it would remove.
-    let plan = p.json(&["erase", "retail", "--where", "customer_id = 5", "--plan"]);
+    let plan =
+        p.json(&["erase", "retail", "--where", "customer_id = 5", "--plan"])["erase"].clone();
     assert_eq!(plan["planned_only"], true);
     for (table, n) in TABLES.iter().zip(&theirs) {
         let t = plan["tables"]
@@ -71,7 +72,8 @@ fn erasing_a_customer_removes_exactly_their_rows_everywhere_at_once() {
         "--reason",
         "GDPR-118",
     ]);
-    let record = &done["record"];
+    let record = &done["erase"]["record"];
+    assert!(done["purge"].is_null(), "no --purge");
     assert_eq!(record["kind"], "erase");
     assert_eq!(record["reason"], "GDPR-118");
     let changed: Vec<&str> = record["tables"]
@@ -124,4 +126,61 @@ fn erasing_a_customer_removes_exactly_their_rows_everywhere_at_once() {
             "{table} after the next run"
         );
     }
+}
+
+/// Files under the warehouse holding customer 5's id (Parquet `customer_id`) or name or
+/// e-mail (any Parquet string, decompressed manifests, metadata, the catalog database).
+fn files_holding_customer_5(p: &Project) -> Vec<String> {
+    let out = std::process::Command::new("python3")
+        .arg(crate::common::repo().join("tests/erase/find_values.py"))
+        .arg(p.path().join("warehouse"))
+        .args(["customer_id=5", "dana.weiss", "Dana Weiss"])
+        .output()
+        .expect("python3 with pyarrow (pip install -r tests/requirements.txt)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hits: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    hits.as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["file"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn erase_with_purge_leaves_no_file_holding_the_customer() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    // Before: their rows are in bronze, silver and gold files (the search can find them).
+    let before = files_holding_customer_5(&p);
+    for layer in [
+        "bronze/customers/",
+        "silver/customers/",
+        "gold/fact_orders/",
+    ] {
+        assert!(
+            before.iter().any(|f| f.starts_with(layer)),
+            "{layer}: {before:?}"
+        );
+    }
+    let done = p.json(&[
+        "erase",
+        "retail",
+        "--where",
+        "customer_id = 5",
+        "--reason",
+        "GDPR-118",
+        "--purge",
+    ]);
+    assert_eq!(done["erase"]["record"]["kind"], "erase");
+    assert!(done["purge"]["run_id"].is_string(), "{done}");
+    // After: no data file, manifest, metadata file or catalog row holds them; the lake is
+    // intact; the next run works and does not bring them back.
+    assert_eq!(files_holding_customer_5(&p), Vec::<String>::new());
+    p.json(&["check"]);
+    p.json(&["run", "retail"]);
+    assert_eq!(files_holding_customer_5(&p), Vec::<String>::new());
 }
