@@ -20,7 +20,10 @@ use crate::error::{Error, Result};
 use crate::inspect::{self, SnapshotInfo, TableInfo};
 use crate::lineage::{pipeline_lineage, PipelineLineage};
 use crate::plan::{validate, JobId};
-use crate::spec::{Pipeline, Reader, ReaderUses, TableName};
+use datafusion::sql::parser::DFParser;
+
+use crate::engine::new_session;
+use crate::spec::{ColumnRef, Pipeline, Reader, ReaderUses, TableName};
 
 /// Runs shown on the runs page (the newest): a year of nightly runs stays one page.
 pub const RUNS_SHOWN: usize = 400;
@@ -76,29 +79,41 @@ impl Site {
         })
     }
 
-    /// The pipeline's tables `reader` reads (named in its SQL or its columns).
+    /// The pipeline's tables `reader` reads: those its SQL references (resolved by
+    /// DataFusion's parser, as `pipeline plan` resolves them), or those its columns name.
     pub fn tables_read_by(&self, reader: &Reader) -> Vec<String> {
+        let named: Vec<TableName> = match &reader.uses {
+            ReaderUses::Sql(sql) => tables_in(sql),
+            ReaderUses::Columns(columns) => columns
+                .iter()
+                .filter_map(|c| ColumnRef::parse(c).map(|c| c.table))
+                .collect(),
+        };
         self.tables
             .iter()
-            .filter(|t| match &reader.uses {
-                ReaderUses::Sql(sql) => mentions(sql, &t.name),
-                ReaderUses::Columns(columns) => columns
-                    .iter()
-                    .any(|c| c.starts_with(&format!("{}.", t.name))),
-            })
+            .filter(|t| named.contains(&t.table))
             .map(|t| t.name.clone())
             .collect()
     }
 }
 
-/// `sql` names `table` as a whole word (`gold.x` is not in `gold.xy`).
-fn mentions(sql: &str, table: &str) -> bool {
-    let lower = sql.to_lowercase();
-    let table = table.to_lowercase();
-    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
-    lower.match_indices(&table).any(|(i, m)| {
-        !word(lower[..i].chars().next_back()) && !word(lower[i + m.len()..].chars().next())
-    })
+/// The `namespace.table`s one SQL statement references (none when it does not parse).
+fn tables_in(sql: &str) -> Vec<TableName> {
+    let Ok(mut statements) = DFParser::parse_sql(sql) else {
+        return Vec::new();
+    };
+    let Some(statement) = statements.pop_front() else {
+        return Vec::new();
+    };
+    new_session()
+        .state()
+        .resolve_table_references(&statement)
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| TableName::parse(&r.to_string().to_lowercase()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Gathers `pipeline`'s site from its spec and catalog. Reads only.
@@ -147,8 +162,8 @@ pub async fn gather(pipeline: &Pipeline) -> Result<Site> {
                 )
             }
         };
-        let exists = catalog.load_existing(&table).await.is_ok();
-        let (info, snapshots) = if exists {
+        // A table that cannot be read is an error here, not "not created yet".
+        let (info, snapshots) = if catalog.load(&table).await?.is_some() {
             (
                 Some(inspect::describe(&catalog, &table).await?),
                 inspect::history(&catalog, &table).await?,
@@ -204,7 +219,11 @@ pub async fn write_site(pipeline: &Pipeline, out: &Path) -> Result<SiteReport> {
 
 #[cfg(test)]
 mod tests {
-    use super::mentions;
+    use super::tables_in;
+
+    fn mentions(sql: &str, table: &str) -> bool {
+        tables_in(sql).iter().any(|t| t.to_string() == table)
+    }
 
     #[test]
     fn a_table_is_mentioned_as_a_whole_name() {
@@ -215,5 +234,10 @@ mod tests {
         assert!(mentions("select * from GOLD.X\nwhere 1=1", "gold.x"));
         assert!(!mentions("SELECT * FROM gold.xy", "gold.x"));
         assert!(!mentions("SELECT * FROM old_gold.x", "gold.x"));
+        // Named in a string or a comment is not read.
+        assert!(!mentions(
+            "SELECT 'gold.x' AS s FROM gold.y -- gold.x",
+            "gold.x"
+        ));
     }
 }

@@ -50,14 +50,9 @@ pub struct EraseReport {
     pub record: Option<RunRecord>,
 }
 
-/// Every column `condition` names is a column of `table` (by name, in its current schema).
-async fn holds_columns(
-    catalog: &PipelineCatalog,
-    table: &TableName,
-    condition: &str,
-) -> Result<bool> {
-    let loaded = catalog.load_existing(table).await?;
-    let arrow_schema = schema_to_arrow_schema(loaded.metadata().current_schema())?;
+/// Every column `condition` names is a column of `schema` (by name).
+fn holds_columns(schema: &iceberg::spec::Schema, condition: &str) -> Result<bool> {
+    let arrow_schema = schema_to_arrow_schema(schema)?;
     let df_schema = DFSchema::try_from(arrow_schema)?;
     // Planning the condition against the table's schema fails exactly when it names a column
     // the table does not have (or is not SQL at all: then no table holds it, said below).
@@ -105,10 +100,10 @@ pub async fn erase(
     let mut changes = Vec::new();
     let mut entries = Vec::new();
     for table in &written {
-        if catalog.load(table).await?.is_none() {
+        let Some(loaded) = catalog.load(table).await? else {
             continue;
-        }
-        if !holds_columns(catalog, table, condition).await? {
+        };
+        if !holds_columns(loaded.metadata().current_schema(), condition)? {
             report.without_subject.push(table.to_string());
         } else {
             let change = ParsedChange {
