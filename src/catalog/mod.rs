@@ -11,6 +11,7 @@
 
 mod connection;
 mod control;
+mod erase_receipt;
 mod local_fs;
 pub mod lock;
 mod open;
@@ -26,6 +27,7 @@ mod updates;
 
 pub use connection::{Backend, PipelineCatalog};
 pub use control::{control_name, control_table, run_records, CONTROL_NAMESPACE, CONTROL_TABLE};
+pub use erase_receipt::{EraseReceipt, ErasedSource, ErasedTable};
 pub use local_fs::LocalStorageFactory;
 pub use open::open_project_catalog;
 pub use receipt::Invocation;

@@ -97,6 +97,9 @@ pub struct RunRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub tables: Vec<TableRecord>,
+    /// For an erase: the receipt (condition, rows and files per table, landing files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub erase: Option<super::EraseReceipt>,
 }
 
 /// The outcome of one expectation in one run.
@@ -153,6 +156,7 @@ impl RunRecord {
             tick: None,
             error: None,
             tables: Vec::new(),
+            erase: None,
         }
     }
 

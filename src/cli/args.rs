@@ -305,14 +305,19 @@ pub enum Command {
         #[arg(long)]
         pipeline: Option<String>,
     },
-    /// Erase one subject (a customer) from every table of a pipeline that holds the columns
-    /// the condition names, copy-on-write, in one atomic publish recorded as an `erase` run:
+    /// Erase one subject (a customer) from every table of a pipeline that holds it,
+    /// copy-on-write, in one atomic publish recorded as an `erase` run:
     ///   pipeline erase retail --where "customer_id = 4711" --plan
     ///   pipeline erase retail --where "customer_id = 4711" --reason "GDPR request 2026-118"
     ///
-    /// --purge then expires the older snapshots of those tables and deletes the files only
-    /// they referenced. Not yet: quarantined raw lines are listed as not searched; aggregates
-    /// are recomputed by the next run; landing files are not rewritten.
+    /// A table holds the subject when it has the condition's columns: by name, under the name
+    /// its `erase = { customer_id = "buyer_id" }` key gives, or (a transform) passed through
+    /// from an input that holds it (column lineage). Quarantined raw lines are read field by
+    /// field. Tables computed from erased ones without the subject (monthly totals) are
+    /// recomputed in the same publish. The receipt (`pipeline runs --show RUN`) names the
+    /// landing files the rows came from; --rewrite-sources rewrites them without those
+    /// records (the file ledger takes the new files as loaded). --purge then expires the
+    /// older snapshots of the erased tables and deletes the files only they referenced.
     #[command(verbatim_doc_comment)]
     Erase {
         pipeline: String,
@@ -330,6 +335,9 @@ pub enum Command {
         /// of the warehouse holds the rows any more (recorded as a `maintain` run).
         #[arg(long)]
         purge: bool,
+        /// Also rewrite the landing files that held the subject's records without them.
+        #[arg(long)]
+        rewrite_sources: bool,
     },
     /// Write a static documentation site of a pipeline into a folder: its DAG as a picture,
     /// a page per table (schema, partitioning, SQL, column lineage, expectations and their

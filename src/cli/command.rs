@@ -191,6 +191,7 @@ pub async fn execute(cli: Cli) -> Result<()> {
             plan,
             reason,
             purge,
+            rewrite_sources,
         } => {
             if !*plan && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
                 return Err(Error::Usage(
@@ -198,28 +199,15 @@ pub async fn execute(cli: Cli) -> Result<()> {
                 ));
             }
             let spec = load_with_catalog(&project, pipeline, catalog_name)?;
-            let catalog = PipelineCatalog::connect(&spec.catalog).await?;
-            let report = crate::run::erase(
-                &spec,
-                &catalog,
-                condition,
-                *plan,
-                &invocation(reason),
-                Arc::new(Progress::stderr()),
-            )
-            .await?;
-            let purged = match (&report.record, *purge) {
-                (Some(record), true) => {
-                    let tables: Vec<TableName> = record
-                        .tables
-                        .iter()
-                        .filter_map(|t| TableName::parse(&t.table))
-                        .collect();
-                    Some(crate::run::purge(&spec, tables, invocation(reason)).await?)
-                }
-                _ => None,
+            let request = crate::run::EraseRequest {
+                condition: condition.clone(),
+                plan_only: *plan,
+                rewrite_sources: *rewrite_sources,
+                purge: *purge,
+                invocation: invocation(reason),
             };
-            print::erase(&report, purged.as_ref(), cli.json);
+            let report = crate::run::erase(&spec, &request, Arc::new(Progress::stderr())).await?;
+            print::erase(&report, cli.json);
         }
         Command::Docs { pipeline, out } => {
             let spec = load_with_catalog(&project, pipeline, catalog_name)?;

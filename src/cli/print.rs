@@ -519,21 +519,20 @@ pub fn row_change(table: &crate::spec::TableName, change: &crate::run::RowChange
     }
 }
 
-/// `pipeline erase`: per table the rows and files, and the run.
-pub fn erase(
-    report: &crate::run::EraseReport,
-    purged: Option<&crate::run::MaintainReport>,
-    as_json: bool,
-) {
+/// `pipeline erase`: per table the rows and files, the landing files, what was recomputed,
+/// the run and the purge.
+pub fn erase(report: &crate::run::EraseReport, as_json: bool) {
     if as_json {
-        return json(&serde_json::json!({"erase": report, "purge": purged}));
+        return json(&serde_json::json!({"erase": report, "purge": report.purge}));
     }
-    let rows: Vec<Vec<String>> = report
+    let receipt = &report.receipt;
+    let rows: Vec<Vec<String>> = receipt
         .tables
         .iter()
         .map(|t| {
             vec![
                 t.table.clone(),
+                t.condition.clone(),
                 t.rows.to_string(),
                 format!("{} of {}", t.files_rewritten, t.files_in_table),
                 t.bytes_rewritten.to_string(),
@@ -543,14 +542,31 @@ pub fn erase(
     print!(
         "{}",
         crate::output::render_table(
-            &strings(&["table", "rows", "files rewritten", "bytes rewritten"]),
+            &strings(&[
+                "table",
+                "condition",
+                "rows",
+                "files rewritten",
+                "bytes rewritten"
+            ]),
             &rows
         )
     );
     for t in &report.without_subject {
-        println!("{t}: does not hold the condition's columns");
+        println!("{t}: does not hold the subject");
     }
-    for t in &report.not_searched {
+    for t in &receipt.recomputed {
+        println!("{t}: recomputed from the erased tables in the same publish");
+    }
+    for s in &receipt.sources {
+        let state = if s.rewritten {
+            "rewritten without them"
+        } else {
+            "still holds them (--rewrite-sources rewrites it)"
+        };
+        println!("landing file {}: {} record(s), {state}", s.path, s.records);
+    }
+    for t in &receipt.not_searched {
         println!("{t}");
     }
     match (&report.record, report.planned_only) {
@@ -558,9 +574,17 @@ pub fn erase(
         (None, false) => println!("no row matches: nothing was changed"),
         (Some(r), false) => println!("run {}: erased; undo: {}", r.run_id, r.undo),
     }
-    if let Some(p) = purged {
+    println!("history: {}", receipt.history);
+    if let Some(p) = &report.purge {
+        let (snapshots, files, bytes) = p.tables.iter().fold((0, 0, 0), |(s, f, b), t| {
+            (
+                s + t.expired_snapshots,
+                f + t.deleted_files,
+                b + t.deleted_bytes,
+            )
+        });
         println!(
-            "purged: older snapshots expired and the files only they referenced deleted (run {})",
+            "purged (run {}): {snapshots} snapshot(s) expired, {files} file(s) deleted ({bytes} bytes)",
             p.run_id.as_deref().unwrap_or("none: nothing to expire")
         );
     }

@@ -46,6 +46,15 @@ fn line_end(path: &Path) -> Result<LineEnd> {
     })
 }
 
+/// The record terminator the reader uses for `path` (so that line numbers count as the
+/// ingest counts them).
+pub(super) fn terminator_for(path: &Path) -> Result<csv::Terminator> {
+    Ok(match line_end(path)? {
+        LineEnd::Newline => csv::Terminator::Any(b'\n'),
+        LineEnd::CarriageReturn => csv::Terminator::CRLF,
+    })
+}
+
 /// Field `i` of `record`, without the `\r` of a `\r\n` line ending when it is the last.
 fn field(record: &csv::ByteRecord, i: usize, end: LineEnd) -> &[u8] {
     let bytes = &record[i];

@@ -12,12 +12,16 @@ mod discover;
 mod evolve;
 mod json_source;
 mod load;
+mod raw_fields;
 mod reload;
 mod sink;
+mod source_rewrite;
 mod values;
 
 pub use columns::{bronze_columns, output_tables, quarantine_columns};
 pub use discover::discover_files;
 pub use evolve::with_added_columns;
 pub use load::{run_ingest, IngestOutcome};
+pub use raw_fields::RawFields;
 pub use sink::FileStats;
+pub use source_rewrite::rewrite_without;

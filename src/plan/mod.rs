@@ -11,6 +11,7 @@ pub mod impact;
 pub mod impact_render;
 pub mod lineage;
 pub mod scope;
+pub mod subject;
 pub mod validate;
 
 pub use backfill::{jobs_in_scope, Backfill};
@@ -20,4 +21,5 @@ pub use impact::{plan_changes, SchemaPlan};
 pub use impact_render::render_text;
 pub use lineage::{lineage_of, lineage_roots, lineage_target};
 pub use scope::{decide, scope_properties, Forced, Scope};
+pub use subject::{recomputed_by_erase, subject_tables, SubjectTable};
 pub use validate::{validate, Validated};

@@ -227,6 +227,7 @@ mod tests {
                 line: 7,
             },
             drops: Vec::new(),
+            erase: Default::default(),
         }
     }
 

@@ -1,160 +1,526 @@
-//! `pipeline erase PIPELINE --where "customer_id = 4711" --reason TEXT [--plan]`: the rows of
-//! one subject removed from every table of the pipeline that holds the columns the condition
-//! names, copy-on-write (see `row_change`), in one atomic publish recorded as a run of kind
-//! `erase`. The receipt holds who, why, the tables, rows removed per table and files
-//! rewritten; never the erased rows. `--plan` lists the same without changing anything.
+//! `pipeline erase PIPELINE --where "customer_id = 4711" --reason TEXT`: one subject's rows
+//! removed from every table of the pipeline that holds the subject (by name, by the spec's
+//! `erase` keys, or by column lineage: see `plan::subject`), and from the quarantine tables
+//! (an ingest's raw lines are read field by field as the ingest reads its files), copy-on-write
+//! (see `rewrite_rows`). Tables computed from erased ones without holding the subject (monthly
+//! totals) are recomputed in the same run, which publishes everything at once as a run of
+//! kind `erase`, audited like any run. Its receipt holds who, why, the condition, per table
+//! rows removed and files rewritten, and the landing files the rows came from; never the
+//! erased rows.
 //!
-//! Not yet: quarantine tables (raw lines) are listed as not searched; tables whose subject
-//! column was renamed by a transform are not followed through lineage; aggregates without
-//! the subject's column (monthly totals) are recomputed by the next run, not in this publish;
-//! old snapshots hold the rows until [`purge`] expires them.
+//! `--rewrite-sources` rewrites those landing files without the subject's records; their new
+//! fingerprints go into the ingest table's file ledger in the same publish, so the next run
+//! takes them as loaded (not as changed files to reload). The new files are written next to the
+//! old ones first and moved over them once the publish succeeded. `--purge` then expires every
+//! older snapshot of the erased tables and deletes the files only they referenced.
 
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use datafusion::common::DFSchema;
-use datafusion::prelude::SessionContext;
+use arrow::array::{AsArray, BooleanArray, RecordBatch, StringBuilder};
+use arrow::compute::CastOptions;
+use arrow::datatypes::{Field, Schema};
+use chrono::Utc;
 use iceberg::arrow::schema_to_arrow_schema;
 use serde::Serialize;
 
-use super::open::lock_and_recover;
+use super::audit::audit_staged;
+use super::execute::{execute, Start};
+use super::open::open;
+use super::options::RunOptions;
 use super::report::Observer;
-use super::row_change::{stage_row_change, ParsedChange, RowEdit};
+use super::rewrite_rows::{compile_condition, true_rows, Edit, Rewrite, RewrittenTable};
 use crate::catalog::lock::LockWait;
-use crate::catalog::{new_run_id, Invocation, PipelineCatalog, RunKind, RunRecord};
-use crate::commit::publish::{publish, Publication, TableChange};
+use crate::catalog::{
+    new_run_id, EraseReceipt, ErasedSource, ErasedTable, Invocation, PipelineCatalog, RunKind,
+    RunRecord,
+};
+use crate::commit::ledger::{fingerprint, LoadedFile};
+use crate::commit::publish::publish_with_retry;
+use crate::commit::JobContext;
 use crate::error::{Error, Result};
-use crate::spec::{Pipeline, TableName};
+use crate::ingest::{rewrite_without, RawFields};
+use crate::plan::subject::condition_columns;
+use crate::plan::{recomputed_by_erase, subject_tables, validate, JobId, Validated};
+use crate::spec::{IngestJob, Pipeline, TableName};
 
-/// One table in an erase, planned or done.
-#[derive(Debug, Serialize)]
-pub struct ErasedTable {
-    pub table: String,
-    pub rows: u64,
-    pub files_rewritten: u64,
-    pub files_in_table: u64,
-    pub bytes_rewritten: u64,
+/// What `pipeline erase` is asked to do.
+#[derive(Debug, Clone)]
+pub struct EraseRequest {
+    /// The subject, as a SQL condition over its columns: `customer_id = 4711`.
+    pub condition: String,
+    /// Say what would be erased; change nothing.
+    pub plan_only: bool,
+    /// Rewrite the landing files without the subject's records.
+    pub rewrite_sources: bool,
+    /// Then expire every older snapshot of the erased tables and delete their files.
+    pub purge: bool,
+    /// Who asks and why (the reason is required by the command line).
+    pub invocation: Invocation,
 }
 
 /// What `pipeline erase` found (and, unless planned, did).
 #[derive(Debug, Serialize)]
 pub struct EraseReport {
     pub planned_only: bool,
-    /// Tables holding the condition's columns, with what matched in each.
-    pub tables: Vec<ErasedTable>,
-    /// Tables the pipeline writes that lack a column the condition names.
+    /// The receipt (as recorded in the run record, when one was published).
+    #[serde(flatten)]
+    pub receipt: EraseReceipt,
+    /// Tables the pipeline writes that do not hold the subject.
     pub without_subject: Vec<String>,
-    /// Tables not searched, with why.
-    pub not_searched: Vec<String>,
     /// The published run; `None` when planned only or nothing matched.
     pub record: Option<RunRecord>,
+    /// What `--purge` did (printed beside the report, as `purge`).
+    #[serde(skip)]
+    pub purge: Option<super::MaintainReport>,
 }
 
-/// Every column `condition` names is a column of `schema` (by name).
-fn holds_columns(schema: &iceberg::spec::Schema, condition: &str) -> Result<bool> {
-    let arrow_schema = schema_to_arrow_schema(schema)?;
-    let df_schema = DFSchema::try_from(arrow_schema)?;
-    // Planning the condition against the table's schema fails exactly when it names a column
-    // the table does not have (or is not SQL at all: then no table holds it, said below).
-    Ok(SessionContext::new()
-        .parse_sql_expr(condition, &df_schema)
-        .is_ok_and(|expr| {
-            expr.column_refs()
-                .iter()
-                .all(|c| df_schema.has_column_with_unqualified_name(&c.name))
-        }))
-}
-
-/// Erases the rows where `condition` is true from every table of `pipeline` that holds its
-/// columns (or, with `plan_only`, says what that would do).
+/// Erases the rows `request` names from every table of `pipeline` that holds the subject (or,
+/// planned only, says what that would do). Takes the pipeline's run lock unless planned only.
 pub async fn erase(
     pipeline: &Pipeline,
-    catalog: &PipelineCatalog,
-    condition: &str,
-    plan_only: bool,
-    invocation: &Invocation,
+    request: &EraseRequest,
     observer: Arc<dyn Observer>,
 ) -> Result<EraseReport> {
-    let _locked = lock_and_recover(
-        catalog,
-        &pipeline.name,
-        LockWait(Some(Duration::from_secs(3600))),
-        observer,
-    )
-    .await?;
-    let started = chrono::Utc::now();
-    let run_id = new_run_id(started);
-    let mut report = EraseReport {
-        planned_only: plan_only,
-        tables: Vec::new(),
-        without_subject: Vec::new(),
-        not_searched: Vec::new(),
-        record: None,
+    let (validated, lock) = if request.plan_only {
+        (validate(pipeline).await?, None)
+    } else {
+        let opened = open(
+            pipeline,
+            LockWait(Some(Duration::from_secs(3600))),
+            observer.clone(),
+        )
+        .await?;
+        (opened.validated, Some(opened.lock))
     };
-    let written: Vec<TableName> = pipeline
-        .ingests
+    let started = Utc::now();
+    let run_id = new_run_id(started);
+    let mut found = find(pipeline, &validated, &run_id, request).await?;
+    let erased: Vec<TableName> = found
+        .receipt
+        .tables
         .iter()
-        .map(|i| i.table.clone())
-        .chain(pipeline.transforms.iter().map(|t| t.table.clone()))
+        .filter(|t| t.rows > 0)
+        .filter_map(|t| TableName::parse(&t.table))
         .collect();
-    let mut changes = Vec::new();
-    let mut entries = Vec::new();
-    for table in &written {
-        let Some(loaded) = catalog.load(table).await? else {
-            continue;
-        };
-        if !holds_columns(loaded.metadata().current_schema(), condition)? {
-            report.without_subject.push(table.to_string());
-        } else {
-            let change = ParsedChange {
-                table: table.clone(),
-                condition: condition.to_string(),
-                edit: RowEdit::Delete,
-            };
-            let part =
-                stage_row_change(catalog, &pipeline.name, &run_id, &change, plan_only).await?;
-            report.tables.push(ErasedTable {
-                table: table.to_string(),
-                rows: part.rows,
-                files_rewritten: part.files_rewritten,
-                files_in_table: part.files_in_table,
-                bytes_rewritten: part.bytes_rewritten,
-            });
-            if let Some((staged, entry)) = part.staged {
-                changes.push(TableChange::publish(staged)?);
-                entries.push(entry);
-            }
-        }
-        let quarantine = table.quarantine();
-        if catalog.load(&quarantine).await?.is_some() {
-            report.not_searched.push(format!(
-                "{quarantine}: quarantined raw lines are not searched yet"
-            ));
-        }
-    }
-    if report.tables.is_empty() {
-        return Err(Error::Usage(format!(
-            "--where {condition}: no table of {} has the columns it names (or it is not a SQL condition); its tables: {}",
-            pipeline.name,
-            report.without_subject.join(", ")
-        )));
-    }
-    if plan_only || changes.is_empty() {
+    let recomputed = recomputed_by_erase(&validated, &erased);
+    found.receipt.recomputed = recomputed
+        .iter()
+        .map(|job| job_table(pipeline, *job).to_string())
+        .collect();
+    found.receipt.history = history(&validated.catalog, request);
+    let mut report = EraseReport {
+        planned_only: request.plan_only,
+        receipt: found.receipt,
+        without_subject: found.without_subject,
+        record: None,
+        purge: None,
+    };
+    if request.plan_only || found.staged.is_empty() {
         return Ok(report);
     }
-    let record = RunRecord::new(&run_id, RunKind::Erase, &pipeline.name, started, invocation)
-        .finished_now()
-        .with_tables(entries);
-    publish(
-        catalog,
-        Publication {
-            changes,
-            record: Some(record.clone()),
-        },
+
+    let ctx = Arc::new(JobContext {
+        catalog: validated.catalog.clone(),
+        project_dir: pipeline.project_dir.clone(),
+        pipeline: pipeline.name.clone(),
+        run_id: run_id.clone(),
+        started_at_micros: started.timestamp_micros(),
+        reload_changed: false,
+    });
+    let mut options = RunOptions::new(LockWait(None));
+    options.invocation = request.invocation.clone();
+    options.run_id = Some(run_id.clone());
+    let start = Start {
+        staged: found.staged,
+        jobs: Some(recomputed.into_iter().collect()),
+    };
+    let executed = execute(
+        ctx,
+        Arc::new(pipeline.clone()),
+        &validated,
+        Arc::new(options),
+        observer.clone(),
+        start,
     )
     .await?;
-    report.record = Some(record);
+    let quality = audit_staged(
+        pipeline,
+        &validated,
+        &executed.staged,
+        &executed.dropped,
+        &run_id,
+        started.timestamp_micros(),
+        observer.as_ref(),
+    )
+    .await?;
+    let mut record = RunRecord::new(
+        &run_id,
+        RunKind::Erase,
+        &pipeline.name,
+        started,
+        &request.invocation,
+    )
+    .with_quality(quality);
+    record.erase = Some(report.receipt.clone());
+    observer.publishing(executed.staged.len());
+    publish_with_retry(
+        &validated.catalog,
+        executed.staged,
+        &record,
+        pipeline.max_snapshots,
+        &|table, attempt| observer.rebasing(table, attempt),
+    )
+    .await?;
+    found.sources.commit()?;
+    report.record = Some(validated.catalog.run(&run_id).await?);
+    drop(lock);
+    if request.purge {
+        let mut invocation = request.invocation.clone();
+        invocation.reason = Some(format!(
+            "purge after erase {run_id}: {}",
+            request.invocation.reason.as_deref().unwrap_or("")
+        ));
+        report.purge = Some(purge(pipeline, erased, invocation).await?);
+    }
     Ok(report)
+}
+
+/// The table job `job` writes.
+fn job_table(pipeline: &Pipeline, job: JobId) -> &TableName {
+    match job {
+        JobId::Ingest(i) => &pipeline.ingests[i].table,
+        JobId::Transform(i) => &pipeline.transforms[i].table,
+    }
+}
+
+/// What the receipt says of the older snapshots that still hold the rows.
+fn history(catalog: &PipelineCatalog, request: &EraseRequest) -> String {
+    match (request.purge, catalog.kind()) {
+        (true, "s3tables") => "purged: every older snapshot of the erased tables expired; S3 Tables deletes the files only they referenced itself, by its unreferenced-file removal (after the days its maintenance configuration sets, 10 by default)".into(),
+        (true, _) => "purged: every older snapshot of the erased tables expired and the files only they referenced deleted (the maintain run that follows this one)".into(),
+        (false, _) => "older snapshots still hold the rows (for rollback) until they expire by the pipeline's [maintenance] settings; `pipeline erase --purge` removes them now".into(),
+    }
+}
+
+/// What the search of every table found, and staged unless planned only.
+struct Found {
+    receipt: EraseReceipt,
+    without_subject: Vec<String>,
+    staged: Vec<crate::commit::StagedTable>,
+    sources: RewrittenSources,
+}
+
+async fn find(
+    pipeline: &Pipeline,
+    validated: &Validated,
+    run_id: &str,
+    request: &EraseRequest,
+) -> Result<Found> {
+    let catalog = validated.catalog.as_ref();
+    let plan_only = request.plan_only;
+    let mut found = Found {
+        receipt: EraseReceipt {
+            condition: request.condition.clone(),
+            ..EraseReceipt::default()
+        },
+        without_subject: Vec::new(),
+        staged: Vec::new(),
+        sources: RewrittenSources::default(),
+    };
+    for subject in subject_tables(pipeline, validated, &request.condition)? {
+        let table = &subject.table;
+        let Some(condition) = &subject.condition else {
+            found.without_subject.push(table.to_string());
+            continue;
+        };
+        if catalog.load(table).await?.is_none() {
+            continue; // not created yet
+        }
+        let ingest = pipeline.ingests.iter().find(|i| &i.table == table);
+        let mut lines: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+        let quarantine = table.quarantine();
+        if catalog.load(&quarantine).await?.is_some() {
+            let part = match ingest {
+                Some(job) => raw_lines(catalog, pipeline, job, run_id, condition, plan_only)
+                    .await
+                    .map(|(part, unread)| {
+                        found.receipt.not_searched.extend(unread);
+                        part
+                    })?,
+                None => {
+                    rows(
+                        catalog,
+                        pipeline,
+                        run_id,
+                        &quarantine,
+                        condition,
+                        plan_only,
+                        Vec::new(),
+                    )
+                    .await?
+                }
+            };
+            merge(&mut lines, keep(&mut found, &quarantine, condition, part));
+        }
+        let mut ledger = Vec::new();
+        if let (Some(job), true, false) = (ingest, request.rewrite_sources, plan_only) {
+            // The bronze rows' lines first (a planning pass), so that the rewritten files'
+            // fingerprints go into the same snapshot as the rows' removal.
+            let planned = rows(
+                catalog,
+                pipeline,
+                run_id,
+                table,
+                condition,
+                true,
+                Vec::new(),
+            )
+            .await?;
+            merge(&mut lines, planned.sources);
+            for (path, numbers) in &lines {
+                ledger.push(
+                    found
+                        .sources
+                        .rewrite(pipeline, job, path, numbers, run_id)?,
+                );
+            }
+        }
+        let part = rows(
+            catalog, pipeline, run_id, table, condition, plan_only, ledger,
+        )
+        .await?;
+        merge(&mut lines, keep(&mut found, table, condition, part));
+        if ingest.is_some() {
+            for (path, numbers) in lines {
+                found.receipt.sources.push(ErasedSource {
+                    path,
+                    records: numbers.len() as u64,
+                    rewritten: request.rewrite_sources && !plan_only,
+                });
+            }
+        }
+    }
+    if found.receipt.tables.is_empty() {
+        return Err(Error::Usage(format!(
+            "--where {}: no table of {} has the columns it names ({}); its tables: {}",
+            request.condition,
+            pipeline.name,
+            condition_columns(&request.condition)?.join(", "),
+            found.without_subject.join(", ")
+        )));
+    }
+    Ok(found)
+}
+
+/// Puts one table's part into the receipt (and its snapshot among the staged); returns the
+/// landing files its rows came from.
+fn keep(
+    found: &mut Found,
+    table: &TableName,
+    condition: &str,
+    part: RewrittenTable,
+) -> BTreeMap<String, BTreeSet<u64>> {
+    found.receipt.tables.push(ErasedTable {
+        table: table.to_string(),
+        condition: condition.to_string(),
+        rows: part.rows,
+        files_rewritten: part.files_rewritten,
+        files_in_table: part.files_in_table,
+        bytes_rewritten: part.bytes_rewritten,
+    });
+    if let Some((staged, _)) = part.staged {
+        found.staged.push(staged);
+    }
+    part.sources
+}
+
+fn merge(into: &mut BTreeMap<String, BTreeSet<u64>>, from: BTreeMap<String, BTreeSet<u64>>) {
+    for (path, lines) in from {
+        into.entry(path).or_default().extend(lines);
+    }
+}
+
+/// The rows of `table` where `condition` (SQL over its columns) is true, removed.
+async fn rows(
+    catalog: &PipelineCatalog,
+    pipeline: &Pipeline,
+    run_id: &str,
+    table: &TableName,
+    condition: &str,
+    plan_only: bool,
+    ledger: Vec<LoadedFile>,
+) -> Result<RewrittenTable> {
+    let loaded = catalog.load_existing(table).await?;
+    let schema = schema_to_arrow_schema(loaded.metadata().current_schema())?;
+    let (expr, physical) = compile_condition(&schema, condition)
+        .map_err(|e| Error::table_msg(table, e.to_string()))?;
+    let mut matcher = |batch: &RecordBatch| true_rows(physical.as_ref(), batch, condition);
+    Rewrite {
+        catalog,
+        pipeline: &pipeline.name,
+        run_id,
+        table,
+        prune: Some(expr),
+        edit: Edit::Delete,
+        job: "erase",
+        plan_only,
+        ledger,
+    }
+    .stage(&mut matcher)
+    .await
+}
+
+/// The raw lines of `job`'s quarantine table whose fields make `condition` true, removed. Each
+/// line's fields are read as the ingest reads its files and typed as the bronze table types
+/// them (a field that does not parse is NULL). Also says which lines could not be read.
+async fn raw_lines(
+    catalog: &PipelineCatalog,
+    pipeline: &Pipeline,
+    job: &IngestJob,
+    run_id: &str,
+    condition: &str,
+    plan_only: bool,
+) -> Result<(RewrittenTable, Vec<String>)> {
+    let quarantine = job.table.quarantine();
+    let bronze = catalog.load_existing(&job.table).await?;
+    let bronze = schema_to_arrow_schema(bronze.metadata().current_schema())?;
+    let mut fields = Vec::new();
+    for column in condition_columns(condition)? {
+        let field = bronze.field_with_name(&column)?;
+        fields.push(Field::new(column, field.data_type().clone(), true));
+    }
+    let typed = Arc::new(Schema::new(fields));
+    let (_, physical) = compile_condition(&typed, condition)?;
+    let mut reader = RawFields::new(job, &pipeline.project_dir);
+    let mut unread: BTreeMap<String, HashSet<(String, i64)>> = BTreeMap::new();
+    let cast = CastOptions {
+        safe: true,
+        ..Default::default()
+    };
+    let mut matcher = |batch: &RecordBatch| -> Result<BooleanArray> {
+        let column = |name: &str| {
+            batch
+                .column_by_name(name)
+                .ok_or_else(|| Error::table_msg(&quarantine, format!("has no `{name}` column")))
+        };
+        let files = column("source_file")?.as_string::<i32>().clone();
+        let raws = column("raw")?.as_string::<i32>().clone();
+        let lines = column("line")?
+            .as_primitive::<arrow::datatypes::Int64Type>()
+            .clone();
+        let mut arrays = Vec::new();
+        for field in typed.fields() {
+            let mut text = StringBuilder::new();
+            for i in 0..batch.num_rows() {
+                match reader.field(files.value(i), raws.value(i), field.name()) {
+                    Ok(value) => text.append_option(value.map(|v| v.trim().to_string())),
+                    Err(why) => {
+                        unread
+                            .entry(why)
+                            .or_default()
+                            .insert((files.value(i).to_string(), lines.value(i)));
+                        text.append_null();
+                    }
+                }
+            }
+            let text = text.finish();
+            arrays.push(arrow::compute::cast_with_options(
+                &text,
+                field.data_type(),
+                &cast,
+            )?);
+        }
+        let fields = RecordBatch::try_new(typed.clone(), arrays)?;
+        true_rows(physical.as_ref(), &fields, condition)
+    };
+    let part = Rewrite {
+        catalog,
+        pipeline: &pipeline.name,
+        run_id,
+        table: &quarantine,
+        prune: None,
+        edit: Edit::Delete,
+        job: "erase",
+        plan_only,
+        ledger: Vec::new(),
+    }
+    .stage(&mut matcher)
+    .await?;
+    let unread = unread
+        .into_iter()
+        .map(|(why, lines)| {
+            format!(
+                "{quarantine}: {} quarantined line(s) not searched: {why}",
+                lines.len()
+            )
+        })
+        .collect();
+    Ok((part, unread))
+}
+
+/// Landing files rewritten without the subject's records, next to the originals until the
+/// erase is published ([`RewrittenSources::commit`] moves them over); removed if it is not.
+#[derive(Default)]
+struct RewrittenSources {
+    /// (new file, the file it replaces).
+    pending: Vec<(PathBuf, PathBuf)>,
+}
+
+impl RewrittenSources {
+    /// Writes `path` (as recorded, relative to the project) without the records starting on
+    /// `lines`, next to it; returns its ledger entry as it will be once moved into place.
+    fn rewrite(
+        &mut self,
+        pipeline: &Pipeline,
+        job: &IngestJob,
+        path: &str,
+        lines: &BTreeSet<u64>,
+        run_id: &str,
+    ) -> Result<LoadedFile> {
+        let original = pipeline.project_dir.join(path);
+        if !original.is_file() {
+            return Err(Error::Input {
+                path: original,
+                message: "--rewrite-sources: the landing file is gone; erase without --rewrite-sources (the receipt names the file)".into(),
+            });
+        }
+        let mut name = original.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".erase-{run_id}"));
+        let rewritten = original.with_file_name(name);
+        self.pending.push((rewritten.clone(), original.clone()));
+        let removed = rewrite_without(job, &original, &rewritten, lines)?;
+        if removed != lines.len() as u64 {
+            return Err(Error::Input {
+                path: original,
+                message: format!(
+                    "--rewrite-sources: {} of the subject's records should start on lines {:?}, {removed} did; the file changed since it was loaded",
+                    lines.len(),
+                    lines
+                ),
+            });
+        }
+        // Renaming keeps the modification time: the entry matches the file once in place.
+        fingerprint(&rewritten, path)
+    }
+
+    /// Moves every rewritten file over its original.
+    fn commit(mut self) -> Result<()> {
+        for (rewritten, original) in std::mem::take(&mut self.pending) {
+            std::fs::rename(&rewritten, &original).map_err(|e| Error::io(&original, e))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RewrittenSources {
+    fn drop(&mut self) {
+        for (rewritten, _) in &self.pending {
+            let _ = std::fs::remove_file(rewritten);
+        }
+    }
 }
 
 /// `--purge`: the erased `tables` keep only their current snapshot. Every older one (even
@@ -177,8 +543,23 @@ pub async fn purge(
     options.tables = Some(tables);
     options.expire_protected = true;
     options.invocation = invocation;
-    super::maintain_pipeline(&spec, &options, Arc::new(super::Silent)).await?;
+    let first = super::maintain_pipeline(&spec, &options, Arc::new(super::Silent)).await?;
     // Second pass: the erase snapshot itself, now older than the rewrite, expires too.
     spec.maintenance.max_manifests = usize::MAX;
-    super::maintain_pipeline(&spec, &options, Arc::new(super::Silent)).await
+    let mut second = super::maintain_pipeline(&spec, &options, Arc::new(super::Silent)).await?;
+    // One report for both: what each table lost in all.
+    for table in &mut second.tables {
+        if let Some(before) = first.tables.iter().find(|t| t.table == table.table) {
+            table.expired_snapshots += before.expired_snapshots;
+            table.deleted_files += before.deleted_files;
+            table.deleted_data_files += before.deleted_data_files;
+            table.deleted_bytes += before.deleted_bytes;
+            table.undeleted_files += before.undeleted_files;
+            table.rewrite_manifests |= before.rewrite_manifests;
+            table.snapshot_before = before.snapshot_before;
+            table.note = table.note.take().or(before.note.clone());
+        }
+    }
+    second.seconds += first.seconds;
+    Ok(second)
 }

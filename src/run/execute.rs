@@ -38,21 +38,40 @@ enum Outcome {
 /// Jobs in progress: start time and rows so far.
 type RunningJobs = HashMap<TableName, (Instant, Arc<AtomicU64>)>;
 
-/// Runs every job of `validated`'s graph that `options` puts in scope, in dependency order.
-/// On the first failure the other jobs are stopped and the error returned; nothing is
-/// published either way.
+/// Where a run starts from: tables already staged (an erase's rewrites: downstream jobs read
+/// them, and they are published with the rest), and the jobs to run when not the ones
+/// `options` puts in scope.
+#[derive(Default)]
+pub(super) struct Start {
+    pub staged: Vec<StagedTable>,
+    pub jobs: Option<HashSet<JobId>>,
+}
+
+/// Runs every job of `validated`'s graph that `options` (or `start`) puts in scope, in
+/// dependency order. On the first failure the other jobs are stopped and the error returned;
+/// nothing is published either way.
 pub(super) async fn execute(
     ctx: Arc<JobContext>,
     pipeline: Arc<Pipeline>,
     validated: &Validated,
     options: Arc<RunOptions>,
     observer: Arc<dyn Observer>,
+    start: Start,
 ) -> Result<Executed> {
     let graph = &validated.graph;
-    let in_scope = jobs_in_scope(graph, &pipeline, options.backfill.as_ref())?;
+    let in_scope = match start.jobs {
+        Some(jobs) => jobs,
+        None => jobs_in_scope(graph, &pipeline, options.backfill.as_ref())?,
+    };
     let parsed = Arc::new(graph.transforms.clone());
     let external = Arc::new(validated.external.clone());
-    let staged: Arc<Mutex<HashMap<TableName, StagedTable>>> = Default::default();
+    let staged: Arc<Mutex<HashMap<TableName, StagedTable>>> = Arc::new(Mutex::new(
+        start
+            .staged
+            .into_iter()
+            .map(|s| (s.table.clone(), s))
+            .collect(),
+    ));
     let running: Arc<Mutex<RunningJobs>> = Default::default();
     let ticker = tokio::spawn(report_progress(running.clone(), observer.clone()));
 

@@ -17,12 +17,13 @@ mod open;
 mod options;
 mod pipeline;
 mod report;
+mod rewrite_rows;
 mod rollback;
 mod row_change;
 mod transform_job;
 
 pub use crate::catalog::lock::{holder, lock_path, LockWait};
-pub use erase::{erase, purge, EraseReport, ErasedTable};
+pub use erase::{erase, purge, EraseReport, EraseRequest};
 pub use failed::record_failure;
 pub use maintain::{maintain_pipeline, MaintainOptions};
 pub use maintenance::{MaintainReport, TableMaintenance};

@@ -19,7 +19,7 @@ use std::time::Instant;
 use chrono::{SecondsFormat, Utc};
 
 use super::audit::audit_staged;
-use super::execute::execute;
+use super::execute::{execute, Start};
 use super::maintain::after_run;
 use super::open::{open, Opened};
 use super::options::RunOptions;
@@ -116,6 +116,7 @@ async fn run(
         &validated,
         options.clone(),
         observer.clone(),
+        Start::default(),
     )
     .await?;
     tracing::debug!(ms = clock.elapsed().as_millis() as u64, "every job staged");

@@ -84,6 +84,9 @@ pub struct IngestJob {
     pub null_values: Vec<String>,
     pub target_file_size: usize,
     pub origin: Origin,
+    /// `erase = { customer_id = "cust_no" }`: in `pipeline erase` conditions, the subject
+    /// column (key) is this table's column (value).
+    pub erase: std::collections::BTreeMap<String, String>,
 }
 
 /// Lineage columns every bronze row carries, after the declared ones.

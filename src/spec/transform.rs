@@ -41,6 +41,9 @@ pub struct TransformJob {
     pub origin: Origin,
     /// The `[[expect]]`s with `action = "drop"` on this table: applied as it is written.
     pub drops: Vec<Expectation>,
+    /// `erase = { customer_id = "buyer_id" }`: in `pipeline erase` conditions, the subject
+    /// column (key) is this table's column (value).
+    pub erase: std::collections::BTreeMap<String, String>,
 }
 
 impl TransformJob {

@@ -134,7 +134,7 @@ fn files_holding_customer_5(p: &Project) -> Vec<String> {
     let out = std::process::Command::new("python3")
         .arg(crate::common::repo().join("tests/erase/find_values.py"))
         .arg(p.path().join("warehouse"))
-        .args(["customer_id=5", "dana.weiss", "Dana Weiss"])
+        .args(["customer_id=5", "dana.weiss", "Dana Weiss", "Dana Widget"])
         .output()
         .expect("python3 with pyarrow (pip install -r tests/requirements.txt)");
     assert!(
@@ -152,7 +152,8 @@ fn files_holding_customer_5(p: &Project) -> Vec<String> {
 
 #[test]
 fn erase_with_purge_leaves_no_file_holding_the_customer() {
-    let p = Project::retail();
+    // With quarantined lines of customer 5 too (their product: "Dana Widget").
+    let p = crate::erase_reach::project();
     p.json(&["run", "retail"]);
     // Before: their rows are in bronze, silver and gold files (the search can find them).
     let before = files_holding_customer_5(&p);
@@ -160,6 +161,8 @@ fn erase_with_purge_leaves_no_file_holding_the_customer() {
         "bronze/customers/",
         "silver/customers/",
         "gold/fact_orders/",
+        "bronze/pos_orders__quarantine/",
+        "bronze/web_orders__quarantine/",
     ] {
         assert!(
             before.iter().any(|f| f.starts_with(layer)),
@@ -177,6 +180,22 @@ fn erase_with_purge_leaves_no_file_holding_the_customer() {
     ]);
     assert_eq!(done["erase"]["record"]["kind"], "erase");
     assert!(done["purge"]["run_id"].is_string(), "{done}");
+    let history = done["erase"]["history"].as_str().unwrap();
+    assert!(history.starts_with("purged"), "{history}");
+    // The purge's record says what it is for; it expired snapshots and deleted files.
+    let purge_run = p.json(&["run-info", done["purge"]["run_id"].as_str().unwrap()]);
+    let erase_run = done["erase"]["record"]["run_id"].as_str().unwrap();
+    assert!(
+        purge_run["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("purge after erase {erase_run}")),
+        "{purge_run}"
+    );
+    let tables = done["purge"]["tables"].as_array().unwrap();
+    let sum = |key: &str| tables.iter().map(|t| t[key].as_u64().unwrap()).sum::<u64>();
+    assert!(sum("expired_snapshots") >= 10, "{done}");
+    assert!(sum("deleted_data_files") >= 10, "{done}");
     // After: no data file, manifest, metadata file or catalog row holds them; the lake is
     // intact; the next run works and does not bring them back.
     assert_eq!(files_holding_customer_5(&p), Vec::<String>::new());

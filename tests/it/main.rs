@@ -15,6 +15,7 @@ mod crash;
 mod damaged;
 mod docs_site;
 mod erase;
+mod erase_reach;
 mod exactly_once;
 mod expectations;
 mod full_refresh;

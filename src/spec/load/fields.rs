@@ -78,3 +78,24 @@ pub(super) fn sql_literal(value: &toml::Value) -> Option<String> {
         _ => return None,
     })
 }
+
+/// `erase = { subject_column = "this_tables_column" }` of an ingest or transform.
+pub(super) fn erase_columns(
+    raw: &Option<Spanned<indexmap::IndexMap<String, Spanned<String>>>>,
+    at: &Positions,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let mut out = std::collections::BTreeMap::new();
+    for (subject, column) in raw.iter().flat_map(|m| m.get_ref()) {
+        for name in [subject, column.get_ref()] {
+            if !crate::spec::sql::is_identifier(name) {
+                return Err(at.error(
+                    column.span(),
+                    format!("erase: `{name}` is not a column name"),
+                    Some("map the subject column of `pipeline erase --where` to this table's column, e.g. erase = { customer_id = \"buyer_id\" }".into()),
+                ));
+            }
+        }
+        out.insert(subject.clone(), column.get_ref().clone());
+    }
+    Ok(out)
+}

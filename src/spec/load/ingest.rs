@@ -1,6 +1,6 @@
 //! `[[ingest]]`: source files into a bronze table.
 
-use super::fields::{partition_fields, single_byte, table_name, target_size};
+use super::fields::{erase_columns, partition_fields, single_byte, table_name, target_size};
 use super::position::Positions;
 use super::raw::{OneOrMany, RawIngest};
 use crate::error::Result;
@@ -137,5 +137,6 @@ pub(super) fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
             .unwrap_or_else(|| vec![String::new()]),
         target_file_size: target_size(&raw.target_file_size_mb, at)?,
         origin: at.origin(raw.table.span()),
+        erase: erase_columns(&raw.erase, at)?,
     })
 }

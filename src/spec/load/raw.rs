@@ -151,6 +151,7 @@ pub(super) struct RawIngest {
     pub header: Option<bool>,
     pub null_values: Option<Vec<String>>,
     pub target_file_size_mb: Option<Spanned<u64>>,
+    pub erase: Option<Spanned<IndexMap<String, Spanned<String>>>>,
     #[allow(dead_code)]
     pub description: Option<String>,
 }
@@ -165,6 +166,7 @@ pub(super) struct RawTransform {
     pub mode: Option<Spanned<String>>,
     pub incremental_by: Option<Spanned<IndexMap<String, Spanned<String>>>>,
     pub target_file_size_mb: Option<Spanned<u64>>,
+    pub erase: Option<Spanned<IndexMap<String, Spanned<String>>>>,
     #[allow(dead_code)]
     pub description: Option<String>,
 }

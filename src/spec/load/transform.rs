@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::fields::{io_reason, partition_fields, table_name, target_size};
+use super::fields::{erase_columns, io_reason, partition_fields, table_name, target_size};
 use super::position::{display_path_in, Positions};
 use super::raw::RawTransform;
 use crate::error::Result;
@@ -93,5 +93,6 @@ pub(super) fn transform_job(
         target_file_size: target_size(&raw.target_file_size_mb, at)?,
         origin: at.origin(raw.table.span()),
         drops: Vec::new(),
+        erase: erase_columns(&raw.erase, at)?,
     })
 }
