@@ -17,6 +17,9 @@ pub struct ErasedTable {
     /// Live data files of the table before the erase.
     pub files_in_table: u64,
     pub bytes_rewritten: u64,
+    /// Partitions of the files rewritten (none for an unpartitioned table).
+    #[serde(default)]
+    pub partitions: Vec<String>,
 }
 
 /// One landing file that held erased records.

@@ -536,6 +536,7 @@ pub fn erase(report: &crate::run::EraseReport, as_json: bool) {
                 t.rows.to_string(),
                 format!("{} of {}", t.files_rewritten, t.files_in_table),
                 t.bytes_rewritten.to_string(),
+                t.partitions.join(" "),
             ]
         })
         .collect();
@@ -547,7 +548,8 @@ pub fn erase(report: &crate::run::EraseReport, as_json: bool) {
                 "condition",
                 "rows",
                 "files rewritten",
-                "bytes rewritten"
+                "bytes rewritten",
+                "partitions",
             ]),
             &rows
         )

@@ -19,6 +19,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
+
 use arrow::array::{AsArray, BooleanArray, RecordBatch, StringBuilder};
 use arrow::compute::CastOptions;
 use arrow::datatypes::{Field, Schema};
@@ -219,8 +221,6 @@ async fn find(
     run_id: &str,
     request: &EraseRequest,
 ) -> Result<Found> {
-    let catalog = validated.catalog.as_ref();
-    let plan_only = request.plan_only;
     let mut found = Found {
         receipt: EraseReceipt {
             condition: request.condition.clone(),
@@ -230,26 +230,95 @@ async fn find(
         staged: Vec::new(),
         sources: RewrittenSources::default(),
     };
+    // Tables are searched and rewritten in parallel, one per core at a time (each reads its
+    // files one by one); their parts are kept in job order.
+    let shared = Arc::new(pipeline.clone());
+    let lanes = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut work = Vec::new();
     for subject in subject_tables(pipeline, validated, &request.condition)? {
-        let table = &subject.table;
-        let Some(condition) = &subject.condition else {
-            found.without_subject.push(table.to_string());
+        let Some(condition) = subject.condition else {
+            found.without_subject.push(subject.table.to_string());
             continue;
         };
+        let one = OneTable {
+            catalog: validated.catalog.clone(),
+            pipeline: shared.clone(),
+            run_id: run_id.to_string(),
+            table: subject.table,
+            condition,
+            rewrite_sources: request.rewrite_sources,
+            plan_only: request.plan_only,
+        };
+        work.push(one);
+    }
+    let mut parts = futures::stream::iter(work)
+        .map(|one| tokio::spawn(one.erase()))
+        .buffered(lanes);
+    while let Some(joined) = parts.next().await {
+        let part = joined.map_err(|e| Error::Internal(format!("an erase task failed: {e}")))?;
+        let mut part = part?;
+        found.receipt.tables.append(&mut part.receipt.tables);
+        found.receipt.sources.append(&mut part.receipt.sources);
+        found
+            .receipt
+            .not_searched
+            .append(&mut part.receipt.not_searched);
+        found.staged.append(&mut part.staged);
+        found
+            .sources
+            .pending
+            .append(&mut std::mem::take(&mut part.sources.pending));
+    }
+    if found.receipt.tables.is_empty() {
+        return Err(Error::Usage(format!(
+            "--where {}: no table of {} has the columns it names ({}); its tables: {}",
+            request.condition,
+            pipeline.name,
+            condition_columns(&request.condition)?.join(", "),
+            found.without_subject.join(", ")
+        )));
+    }
+    Ok(found)
+}
+
+/// One table to erase the subject from (with its quarantine table), as a task of its own.
+struct OneTable {
+    catalog: Arc<PipelineCatalog>,
+    pipeline: Arc<Pipeline>,
+    run_id: String,
+    table: TableName,
+    /// The condition as it applies to this table.
+    condition: String,
+    rewrite_sources: bool,
+    plan_only: bool,
+}
+
+impl OneTable {
+    async fn erase(self) -> Result<Found> {
+        let (catalog, pipeline) = (self.catalog.as_ref(), self.pipeline.as_ref());
+        let (table, condition, run_id) =
+            (&self.table, self.condition.as_str(), self.run_id.as_str());
+        let plan_only = self.plan_only;
+        let mut found = Found {
+            receipt: EraseReceipt::default(),
+            without_subject: Vec::new(),
+            staged: Vec::new(),
+            sources: RewrittenSources::default(),
+        };
         if catalog.load(table).await?.is_none() {
-            continue; // not created yet
+            return Ok(found); // not created yet
         }
         let ingest = pipeline.ingests.iter().find(|i| &i.table == table);
         let mut lines: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
         let quarantine = table.quarantine();
         if catalog.load(&quarantine).await?.is_some() {
             let part = match ingest {
-                Some(job) => raw_lines(catalog, pipeline, job, run_id, condition, plan_only)
-                    .await
-                    .map(|(part, unread)| {
-                        found.receipt.not_searched.extend(unread);
-                        part
-                    })?,
+                Some(job) => {
+                    let (part, unread) =
+                        raw_lines(catalog, pipeline, job, run_id, condition, plan_only).await?;
+                    found.receipt.not_searched.extend(unread);
+                    part
+                }
                 None => {
                     rows(
                         catalog,
@@ -266,7 +335,7 @@ async fn find(
             merge(&mut lines, keep(&mut found, &quarantine, condition, part));
         }
         let mut ledger = Vec::new();
-        if let (Some(job), true, false) = (ingest, request.rewrite_sources, plan_only) {
+        if let (Some(job), true, false) = (ingest, self.rewrite_sources, plan_only) {
             // The bronze rows' lines first (a planning pass), so that the rewritten files'
             // fingerprints go into the same snapshot as the rows' removal.
             let planned = rows(
@@ -298,21 +367,12 @@ async fn find(
                 found.receipt.sources.push(ErasedSource {
                     path,
                     records: numbers.len() as u64,
-                    rewritten: request.rewrite_sources && !plan_only,
+                    rewritten: self.rewrite_sources && !plan_only,
                 });
             }
         }
+        Ok(found)
     }
-    if found.receipt.tables.is_empty() {
-        return Err(Error::Usage(format!(
-            "--where {}: no table of {} has the columns it names ({}); its tables: {}",
-            request.condition,
-            pipeline.name,
-            condition_columns(&request.condition)?.join(", "),
-            found.without_subject.join(", ")
-        )));
-    }
-    Ok(found)
 }
 
 /// Puts one table's part into the receipt (and its snapshot among the staged); returns the
@@ -330,6 +390,7 @@ fn keep(
         files_rewritten: part.files_rewritten,
         files_in_table: part.files_in_table,
         bytes_rewritten: part.bytes_rewritten,
+        partitions: part.partitions.iter().cloned().collect(),
     });
     if let Some((staged, _)) = part.staged {
         found.staged.push(staged);
@@ -355,7 +416,7 @@ async fn rows(
 ) -> Result<RewrittenTable> {
     let loaded = catalog.load_existing(table).await?;
     let schema = schema_to_arrow_schema(loaded.metadata().current_schema())?;
-    let (expr, physical) = compile_condition(&schema, condition)
+    let (columns, expr, physical) = compile_condition(&schema, condition)
         .map_err(|e| Error::table_msg(table, e.to_string()))?;
     let mut matcher = |batch: &RecordBatch| true_rows(physical.as_ref(), batch, condition);
     Rewrite {
@@ -364,6 +425,7 @@ async fn rows(
         run_id,
         table,
         prune: Some(expr),
+        columns,
         edit: Edit::Delete,
         job: "erase",
         plan_only,
@@ -393,7 +455,7 @@ async fn raw_lines(
         fields.push(Field::new(column, field.data_type().clone(), true));
     }
     let typed = Arc::new(Schema::new(fields));
-    let (_, physical) = compile_condition(&typed, condition)?;
+    let (_, _, physical) = compile_condition(&typed, condition)?;
     let mut reader = RawFields::new(job, &pipeline.project_dir);
     let mut unread: BTreeMap<String, HashSet<(String, i64)>> = BTreeMap::new();
     let cast = CastOptions {
@@ -442,6 +504,7 @@ async fn raw_lines(
         run_id,
         table: &quarantine,
         prune: None,
+        columns: ["source_file", "raw", "line"].map(String::from).to_vec(),
         edit: Edit::Delete,
         job: "erase",
         plan_only,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
 use arrow::compute::filter_record_batch;
-use arrow::datatypes::{Int64Type, SchemaRef};
+use arrow::datatypes::Int64Type;
 use datafusion::logical_expr::Expr;
 use datafusion::physical_expr::PhysicalExpr;
 use futures::{StreamExt, TryStreamExt};
@@ -27,6 +27,7 @@ use crate::spec::{TableName, DEFAULT_TARGET_FILE_SIZE};
 use crate::write::TableWriter;
 
 /// Picks rows of a batch: true where the row is to be removed or changed (NULL is no match).
+/// It is given the table's [`Rewrite::columns`] only, in that order.
 pub(super) type Matcher<'m> = dyn FnMut(&RecordBatch) -> Result<BooleanArray> + Send + 'm;
 
 /// What happens to the rows the matcher picks.
@@ -44,6 +45,9 @@ pub(super) struct Rewrite<'a> {
     pub table: &'a TableName,
     /// Rows outside it cannot match: Iceberg skips files by partition values and bounds.
     pub prune: Option<Expr>,
+    /// The columns the matcher reads (by name, in the order it expects them): the first pass
+    /// over the candidate files reads only these (and the source columns).
+    pub columns: Vec<String>,
     pub edit: Edit,
     /// `delete`, `update` or `erase`: the snapshot's job and the new files' name prefix.
     pub job: &'static str,
@@ -59,6 +63,9 @@ pub struct RewrittenTable {
     pub files_rewritten: u64,
     pub files_in_table: u64,
     pub bytes_rewritten: u64,
+    /// Partitions of the files rewritten (`order_date_month=2026-01`), for unpartitioned
+    /// tables none.
+    pub partitions: BTreeSet<String>,
     /// The landing files the matched rows came from, with their line numbers (bronze tables,
     /// by `_source_file`/`_source_line`; ingest quarantine tables, by `source_file`/`line`).
     pub sources: BTreeMap<String, BTreeSet<u64>>,
@@ -66,24 +73,31 @@ pub struct RewrittenTable {
 }
 
 /// Columns naming where a row was loaded from, when the table has them.
-fn source_columns(schema: &SchemaRef) -> Option<(usize, usize)> {
-    [("_source_file", "_source_line"), ("source_file", "line")]
+const SOURCE_COLUMNS: [(&str, &str); 2] =
+    [("_source_file", "_source_line"), ("source_file", "line")];
+
+/// `batch` with only the columns `names`, in that order.
+fn project(batch: &RecordBatch, names: &[String]) -> Result<RecordBatch> {
+    let schema = batch.schema();
+    let indices = names
         .iter()
-        .find_map(|(f, l)| Some((schema.index_of(f).ok()?, schema.index_of(l).ok()?)))
+        .map(|n| schema.index_of(n))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(batch.project(&indices)?)
 }
 
 /// Records the source file and line of every matched row of `batch` into `sources`.
 fn note_sources(
     batch: &RecordBatch,
     hit: &BooleanArray,
-    columns: Option<(usize, usize)>,
     sources: &mut BTreeMap<String, BTreeSet<u64>>,
 ) {
-    let Some((f, l)) = columns else { return };
-    let (Some(files), Some(lines)) = (
-        batch.column(f).as_string_opt::<i32>(),
-        batch.column(l).as_primitive_opt::<Int64Type>(),
-    ) else {
+    let Some((files, lines)) = SOURCE_COLUMNS.iter().find_map(|(f, l)| {
+        Some((
+            batch.column_by_name(f)?.as_string_opt::<i32>()?,
+            batch.column_by_name(l)?.as_primitive_opt::<Int64Type>()?,
+        ))
+    }) else {
         return;
     };
     for i in 0..batch.num_rows() {
@@ -108,6 +122,7 @@ impl Rewrite<'_> {
             files_rewritten: 0,
             files_in_table: summary::total(metadata.current_snapshot(), summary::TOTAL_DATA_FILES),
             bytes_rewritten: 0,
+            partitions: BTreeSet::new(),
             sources: BTreeMap::new(),
             staged: None,
         };
@@ -115,7 +130,21 @@ impl Rewrite<'_> {
             return Ok(out);
         };
         let arrow_schema = Arc::new(schema_to_arrow_schema(metadata.current_schema())?);
-        let sourced = source_columns(&arrow_schema);
+        // What the first pass reads: the matcher's columns and the source columns.
+        let schema = metadata.current_schema();
+        let mut first_pass: Vec<i32> = Vec::new();
+        let sourced = SOURCE_COLUMNS
+            .iter()
+            .find(|(f, l)| schema.field_by_name(f).is_some() && schema.field_by_name(l).is_some())
+            .map(|(f, l)| [f.to_string(), l.to_string()]);
+        for name in self.columns.iter().chain(sourced.iter().flatten()) {
+            let field = schema
+                .field_by_name(name)
+                .ok_or_else(|| Error::table_msg(table, format!("has no column `{name}`")))?;
+            if !first_pass.contains(&field.id) {
+                first_pass.push(field.id);
+            }
+        }
 
         // Candidate files: those Iceberg cannot rule out by partition values and bounds.
         let mut scan = loaded.scan().select_all();
@@ -169,19 +198,33 @@ impl Rewrite<'_> {
             let task = &candidates[path];
             // First pass: count the matches; most files have none and are left alone.
             let mut hits = 0u64;
+            let mut narrow = task.clone();
+            narrow.project_field_ids = first_pass.clone();
             let mut batches = reader()?
-                .read(futures::stream::iter([Ok(task.clone())]).boxed())?
+                .read(futures::stream::iter([Ok(narrow)]).boxed())?
                 .stream();
             while let Some(batch) = batches.try_next().await? {
-                let hit = matcher(&batch)?;
+                let hit = matcher(&project(&batch, &self.columns)?)?;
                 hits += hit.true_count() as u64;
-                note_sources(&batch, &hit, sourced, &mut out.sources);
+                note_sources(&batch, &hit, &mut out.sources);
             }
             if hits == 0 {
                 continue;
             }
             out.rows += hits;
             out.bytes_rewritten += task.file_size_in_bytes;
+            if let Some(partition) = &task.partition {
+                // The file's own spec when the scan says it, else the table's (this engine
+                // never changes a table's partitioning under its files).
+                let spec = task
+                    .partition_spec
+                    .as_deref()
+                    .unwrap_or(metadata.default_partition_spec());
+                if !spec.fields().is_empty() {
+                    out.partitions
+                        .insert(crate::commit::partition_label(spec, partition));
+                }
+            }
             removed_files.insert(path.clone());
             if self.plan_only {
                 continue;
@@ -190,7 +233,7 @@ impl Rewrite<'_> {
                 .read(futures::stream::iter([Ok(task.clone())]).boxed())?
                 .stream();
             while let Some(batch) = batches.try_next().await? {
-                let hit = matcher(&batch)?;
+                let hit = matcher(&project(&batch, &self.columns)?)?;
                 let kept = match &self.edit {
                     Edit::Delete => filter_record_batch(&batch, &arrow::compute::not(&hit)?)?,
                     Edit::Update(assignments) => {
@@ -263,21 +306,32 @@ impl Rewrite<'_> {
     }
 }
 
-/// A SQL condition over a table's columns, planned against `schema`: the expression (for
-/// pruning) and its physical form (for matching).
+/// A SQL condition over a table's columns, planned against `schema`: the columns it reads
+/// (sorted; the matcher is given these only), the expression (for pruning) and its physical
+/// form over those columns (for matching).
 pub(super) fn compile_condition(
     schema: &arrow::datatypes::Schema,
     condition: &str,
-) -> Result<(Expr, Arc<dyn PhysicalExpr>)> {
+) -> Result<(Vec<String>, Expr, Arc<dyn PhysicalExpr>)> {
+    let usage =
+        |e: datafusion::error::DataFusionError| Error::Usage(format!("WHERE {condition}: {e}"));
     let df_schema = datafusion::common::DFSchema::try_from(schema.clone())?;
     let session = datafusion::prelude::SessionContext::new();
     let expr = session
         .parse_sql_expr(condition, &df_schema)
-        .map_err(|e| Error::Usage(format!("WHERE {condition}: {e}")))?;
+        .map_err(usage)?;
+    let mut columns: Vec<String> = expr.column_refs().iter().map(|c| c.name.clone()).collect();
+    columns.sort();
+    columns.dedup();
+    let fields = columns
+        .iter()
+        .map(|c| schema.field_with_name(c).cloned())
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let narrow = datafusion::common::DFSchema::try_from(arrow::datatypes::Schema::new(fields))?;
     let physical = session
-        .create_physical_expr(expr.clone(), &df_schema)
-        .map_err(|e| Error::Usage(format!("WHERE {condition}: {e}")))?;
-    Ok((expr, physical))
+        .create_physical_expr(expr.clone(), &narrow)
+        .map_err(usage)?;
+    Ok((columns, expr, physical))
 }
 
 /// True where `physical` (a condition) is true on the rows of `batch`; NULL counts as false.

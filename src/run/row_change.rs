@@ -122,7 +122,7 @@ pub(super) async fn stage_row_change(
     let predicate = change.condition.as_str();
     let loaded = catalog.load_existing(table).await?;
     let arrow_schema = schema_to_arrow_schema(loaded.metadata().current_schema())?;
-    let (condition, physical) = compile_condition(&arrow_schema, predicate)?;
+    let (columns, condition, physical) = compile_condition(&arrow_schema, predicate)?;
     let edit = match &change.edit {
         RowEdit::Delete => Edit::Delete,
         RowEdit::Update(set) => {
@@ -158,6 +158,7 @@ pub(super) async fn stage_row_change(
         run_id,
         table,
         prune: Some(condition),
+        columns,
         edit,
         job: change.edit.name(),
         plan_only,

@@ -188,6 +188,54 @@ fn erase_reaches_quarantined_lines_totals_and_landing_files() {
         .map(|t| t.as_str().unwrap())
         .collect();
     assert_eq!(recomputed, ["gold.monthly_revenue", "gold.repeat_buyers"]);
+    // The months whose files were rewritten: January and March of silver.orders (customer
+    // 5's February order was cancelled but is still a row: February too).
+    let months = |table: &str| -> Vec<String> {
+        done["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["table"] == table)
+            .unwrap()["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        months("silver.orders"),
+        [
+            "order_date_month=2026-01",
+            "order_date_month=2026-02",
+            "order_date_month=2026-03"
+        ]
+    );
+    assert_eq!(months("silver.customers"), Vec::<String>::new());
+    // The months whose files were rewritten: January, February (a cancelled order is still
+    // a row) and March of silver.orders; an unpartitioned table has none.
+    let months = |table: &str| -> Vec<String> {
+        done["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["table"] == table)
+            .unwrap()["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        months("silver.orders"),
+        [
+            "order_date_month=2026-01",
+            "order_date_month=2026-02",
+            "order_date_month=2026-03"
+        ]
+    );
+    assert_eq!(months("silver.customers"), Vec::<String>::new());
     let run_id = record["run_id"].as_str().unwrap();
     for table in recomputed {
         let history = p.json(&["history", table]);
