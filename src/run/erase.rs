@@ -97,9 +97,14 @@ pub async fn erase(
         .await?;
         (opened.validated, Some(opened.lock))
     };
+    let clock = std::time::Instant::now();
     let started = Utc::now();
     let run_id = new_run_id(started);
     let mut found = find(pipeline, &validated, &run_id, request).await?;
+    tracing::debug!(
+        ms = clock.elapsed().as_millis() as u64,
+        "erase: tables rewritten and staged"
+    );
     let erased: Vec<TableName> = found
         .receipt
         .tables
@@ -148,6 +153,10 @@ pub async fn erase(
         start,
     )
     .await?;
+    tracing::debug!(
+        ms = clock.elapsed().as_millis() as u64,
+        "erase: downstream recomputed"
+    );
     let quality = audit_staged(
         pipeline,
         &validated,
@@ -166,6 +175,7 @@ pub async fn erase(
         &request.invocation,
     )
     .with_quality(quality);
+    tracing::debug!(ms = clock.elapsed().as_millis() as u64, "erase: audited");
     record.erase = Some(report.receipt.clone());
     observer.publishing(executed.staged.len());
     publish_with_retry(
@@ -176,6 +186,7 @@ pub async fn erase(
         &|table, attempt| observer.rebasing(table, attempt),
     )
     .await?;
+    tracing::debug!(ms = clock.elapsed().as_millis() as u64, "erase: published");
     found.sources.commit()?;
     report.record = Some(validated.catalog.run(&run_id).await?);
     drop(lock);
