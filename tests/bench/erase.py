@@ -36,6 +36,10 @@ sys.path.insert(0, str(HERE))
 from run import ensure_data, log, measure, tail, warm_cache  # noqa: E402
 
 
+TABLES = ["bronze.pos_orders", "bronze.web_orders", "bronze.customers", "silver.orders",
+          "silver.customers", "gold.fact_orders", "gold.customer_metrics"]
+
+
 def cli(binary: Path, data: Path, *args: str):
     out = subprocess.run([str(binary), "--project", str(data), *args, "--json"],
                          capture_output=True, text=True)
@@ -83,6 +87,8 @@ def main() -> None:
         if full["exit_code"] != 0:
             raise SystemExit(f"full run failed:\n{tail(data / 'full.stderr.log')}")
         if i == 0:
+            table_bytes = {t: sum(f["bytes"] for f in cli(binary, data, "files", t))
+                           for t in TABLES}
             before = {r[0]: r[1:] for r in rows(binary, data, monthly)}
             theirs = {r[0]: r[1:] for r in rows(binary, data, theirs_sql)}
             others = rows(binary, data, others_sql)
@@ -136,16 +142,19 @@ def main() -> None:
         "erase": {k: med(erases, k) for k in keys},
         "next_run": {k: med(nexts, k) for k in keys},
         "next_run_jobs_first_repeat": next_jobs,
-        "tables": receipt["tables"],
+        "tables": [{**t, "bytes_in_table": table_bytes.get(t["table"])} for t in receipt["tables"]],
         "recomputed": receipt["recomputed"],
         "checks": checks,
     }
     summary["ratio_wall"] = round(summary["erase"]["wall_s"] / summary["full"]["wall_s"], 3)
     rewritten = sum(t["bytes_rewritten"] for t in receipt["tables"])
+    summary["bytes_rewritten"] = rewritten
+    summary["bytes_in_tables"] = sum(table_bytes.values())
     log(json.dumps(summary, indent=2))
     (args.work / "erase-results.json").write_text(json.dumps(summary, indent=2))
     ok = all(checks.values())
-    log(f"\nerase / full run: {summary['ratio_wall']:.3f}; {rewritten / 2**20:.0f} MiB rewritten; "
+    log(f"\nerase / full run: {summary['ratio_wall']:.3f}; {rewritten / 2**20:.0f} of "
+        f"{summary['bytes_in_tables'] / 2**20:.0f} MiB rewritten; "
         f"checks {'passed' if ok else 'FAILED'}")
     sys.exit(0 if ok else 1)
 
