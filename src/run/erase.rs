@@ -14,24 +14,24 @@
 //! old ones first and moved over them once the publish succeeded. `--purge` then expires every
 //! older snapshot of the erased tables and deletes the files only they referenced.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 
-use arrow::array::{AsArray, BooleanArray, RecordBatch, StringBuilder};
-use arrow::compute::CastOptions;
-use arrow::datatypes::{Field, Schema};
+use arrow::array::RecordBatch;
 use chrono::Utc;
 use iceberg::arrow::schema_to_arrow_schema;
 use serde::Serialize;
 
 use super::audit::audit_staged;
+use super::erase_raw::raw_lines;
+use super::erase_sources::RewrittenSources;
 use super::execute::{execute, Start};
 use super::open::open;
 use super::options::RunOptions;
+use super::purge::purge;
 use super::report::Observer;
 use super::rewrite_rows::{compile_condition, true_rows, Edit, Rewrite, RewrittenTable};
 use crate::catalog::lock::LockWait;
@@ -39,14 +39,13 @@ use crate::catalog::{
     new_run_id, EraseReceipt, ErasedSource, ErasedTable, Invocation, PipelineCatalog, RunKind,
     RunRecord,
 };
-use crate::commit::ledger::{fingerprint, LoadedFile};
+use crate::commit::ledger::LoadedFile;
 use crate::commit::publish::publish_with_retry;
 use crate::commit::JobContext;
 use crate::error::{Error, Result};
-use crate::ingest::{rewrite_without, RawFields};
 use crate::plan::subject::condition_columns;
 use crate::plan::{recomputed_by_erase, subject_tables, validate, JobId, Validated};
-use crate::spec::{IngestJob, Pipeline, TableName};
+use crate::spec::{Pipeline, TableName};
 
 /// What `pipeline erase` is asked to do.
 #[derive(Debug, Clone)]
@@ -212,9 +211,12 @@ fn job_table(pipeline: &Pipeline, job: JobId) -> &TableName {
 /// What the receipt says of the older snapshots that still hold the rows.
 fn history(catalog: &PipelineCatalog, request: &EraseRequest) -> String {
     match (request.purge, catalog.kind()) {
-        (true, "s3tables") => "purged: every older snapshot of the erased tables expired; S3 Tables deletes the files only they referenced itself, by its unreferenced-file removal (after the days its maintenance configuration sets, 10 by default)".into(),
-        (true, _) => "purged: every older snapshot of the erased tables expired and the files only they referenced deleted (the maintain run that follows this one)".into(),
-        (false, _) => "older snapshots still hold the rows (for rollback) until they expire by the pipeline's [maintenance] settings; `pipeline erase --purge` removes them now".into(),
+        (true, "s3tables") => format!(
+            "purged: every older snapshot of the erased tables expired; S3 Tables deletes the files only they referenced itself (its unreferenced-file removal marks them noncurrent after unreferencedDays, 3 by default, and deletes them nonCurrentDays later, 10 by default): with the defaults, by {}",
+            (Utc::now() + chrono::Duration::days(13)).format("%Y-%m-%d")
+        ),
+        (true, _) => "purged: every older snapshot of the erased tables expired and the files only they referenced deleted (the maintain run that follows this one)".to_string(),
+        (false, _) => "older snapshots still hold the rows (for rollback) until they expire by the pipeline's [maintenance] settings; `pipeline erase --purge` removes them now".to_string(),
     }
 }
 
@@ -444,196 +446,4 @@ async fn rows(
     }
     .stage(&mut matcher)
     .await
-}
-
-/// The raw lines of `job`'s quarantine table whose fields make `condition` true, removed. Each
-/// line's fields are read as the ingest reads its files and typed as the bronze table types
-/// them (a field that does not parse is NULL). Also says which lines could not be read.
-async fn raw_lines(
-    catalog: &PipelineCatalog,
-    pipeline: &Pipeline,
-    job: &IngestJob,
-    run_id: &str,
-    condition: &str,
-    plan_only: bool,
-) -> Result<(RewrittenTable, Vec<String>)> {
-    let quarantine = job.table.quarantine();
-    let bronze = catalog.load_existing(&job.table).await?;
-    let bronze = schema_to_arrow_schema(bronze.metadata().current_schema())?;
-    let mut fields = Vec::new();
-    for column in condition_columns(condition)? {
-        let field = bronze.field_with_name(&column)?;
-        fields.push(Field::new(column, field.data_type().clone(), true));
-    }
-    let typed = Arc::new(Schema::new(fields));
-    let (_, _, physical) = compile_condition(&typed, condition)?;
-    let mut reader = RawFields::new(job, &pipeline.project_dir);
-    let mut unread: BTreeMap<String, HashSet<(String, i64)>> = BTreeMap::new();
-    let cast = CastOptions {
-        safe: true,
-        ..Default::default()
-    };
-    let mut matcher = |batch: &RecordBatch| -> Result<BooleanArray> {
-        let column = |name: &str| {
-            batch
-                .column_by_name(name)
-                .ok_or_else(|| Error::table_msg(&quarantine, format!("has no `{name}` column")))
-        };
-        let files = column("source_file")?.as_string::<i32>().clone();
-        let raws = column("raw")?.as_string::<i32>().clone();
-        let lines = column("line")?
-            .as_primitive::<arrow::datatypes::Int64Type>()
-            .clone();
-        let mut arrays = Vec::new();
-        for field in typed.fields() {
-            let mut text = StringBuilder::new();
-            for i in 0..batch.num_rows() {
-                match reader.field(files.value(i), raws.value(i), field.name()) {
-                    Ok(value) => text.append_option(value.map(|v| v.trim().to_string())),
-                    Err(why) => {
-                        unread
-                            .entry(why)
-                            .or_default()
-                            .insert((files.value(i).to_string(), lines.value(i)));
-                        text.append_null();
-                    }
-                }
-            }
-            let text = text.finish();
-            arrays.push(arrow::compute::cast_with_options(
-                &text,
-                field.data_type(),
-                &cast,
-            )?);
-        }
-        let fields = RecordBatch::try_new(typed.clone(), arrays)?;
-        true_rows(physical.as_ref(), &fields, condition)
-    };
-    let part = Rewrite {
-        catalog,
-        pipeline: &pipeline.name,
-        run_id,
-        table: &quarantine,
-        prune: None,
-        columns: ["source_file", "raw", "line"].map(String::from).to_vec(),
-        edit: Edit::Delete,
-        job: "erase",
-        plan_only,
-        ledger: Vec::new(),
-    }
-    .stage(&mut matcher)
-    .await?;
-    let unread = unread
-        .into_iter()
-        .map(|(why, lines)| {
-            format!(
-                "{quarantine}: {} quarantined line(s) not searched: {why}",
-                lines.len()
-            )
-        })
-        .collect();
-    Ok((part, unread))
-}
-
-/// Landing files rewritten without the subject's records, next to the originals until the
-/// erase is published ([`RewrittenSources::commit`] moves them over); removed if it is not.
-#[derive(Default)]
-struct RewrittenSources {
-    /// (new file, the file it replaces).
-    pending: Vec<(PathBuf, PathBuf)>,
-}
-
-impl RewrittenSources {
-    /// Writes `path` (as recorded, relative to the project) without the records starting on
-    /// `lines`, next to it; returns its ledger entry as it will be once moved into place.
-    fn rewrite(
-        &mut self,
-        pipeline: &Pipeline,
-        job: &IngestJob,
-        path: &str,
-        lines: &BTreeSet<u64>,
-        run_id: &str,
-    ) -> Result<LoadedFile> {
-        let original = pipeline.project_dir.join(path);
-        if !original.is_file() {
-            return Err(Error::Input {
-                path: original,
-                message: "--rewrite-sources: the landing file is gone; erase without --rewrite-sources (the receipt names the file)".into(),
-            });
-        }
-        let mut name = original.file_name().unwrap_or_default().to_os_string();
-        name.push(format!(".erase-{run_id}"));
-        let rewritten = original.with_file_name(name);
-        self.pending.push((rewritten.clone(), original.clone()));
-        let removed = rewrite_without(job, &original, &rewritten, lines)?;
-        if removed != lines.len() as u64 {
-            return Err(Error::Input {
-                path: original,
-                message: format!(
-                    "--rewrite-sources: {} of the subject's records should start on lines {:?}, {removed} did; the file changed since it was loaded",
-                    lines.len(),
-                    lines
-                ),
-            });
-        }
-        // Renaming keeps the modification time: the entry matches the file once in place.
-        fingerprint(&rewritten, path)
-    }
-
-    /// Moves every rewritten file over its original.
-    fn commit(mut self) -> Result<()> {
-        for (rewritten, original) in std::mem::take(&mut self.pending) {
-            std::fs::rename(&rewritten, &original).map_err(|e| Error::io(&original, e))?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for RewrittenSources {
-    fn drop(&mut self) {
-        for (rewritten, _) in &self.pending {
-            let _ = std::fs::remove_file(rewritten);
-        }
-    }
-}
-
-/// `--purge`: the erased `tables` keep only their current snapshot. Every older one (even
-/// those kept for rollback and for incremental runs) expires, and the data files, manifests
-/// and metadata files only they referenced are deleted: no file of the warehouse holds the
-/// erased rows afterwards. Recorded as a `maintain` run; it cannot be undone.
-pub async fn purge(
-    pipeline: &Pipeline,
-    tables: Vec<TableName>,
-    invocation: Invocation,
-) -> Result<super::MaintainReport> {
-    let mut spec = pipeline.clone();
-    spec.maintenance.expire_older_than = Duration::ZERO;
-    spec.maintenance.keep_last = 1;
-    spec.maintenance.min_input_files = usize::MAX; // no compaction
-                                                   // First pass: manifests rewritten to hold live files only (the erase snapshot's manifests
-                                                   // still list the removed files, with their column bounds), older snapshots expired.
-    spec.maintenance.max_manifests = 0;
-    let mut options = super::MaintainOptions::new(LockWait(Some(Duration::from_secs(3600))));
-    options.tables = Some(tables);
-    options.expire_protected = true;
-    options.invocation = invocation;
-    let first = super::maintain_pipeline(&spec, &options, Arc::new(super::Silent)).await?;
-    // Second pass: the erase snapshot itself, now older than the rewrite, expires too.
-    spec.maintenance.max_manifests = usize::MAX;
-    let mut second = super::maintain_pipeline(&spec, &options, Arc::new(super::Silent)).await?;
-    // One report for both: what each table lost in all.
-    for table in &mut second.tables {
-        if let Some(before) = first.tables.iter().find(|t| t.table == table.table) {
-            table.expired_snapshots += before.expired_snapshots;
-            table.deleted_files += before.deleted_files;
-            table.deleted_data_files += before.deleted_data_files;
-            table.deleted_bytes += before.deleted_bytes;
-            table.undeleted_files += before.undeleted_files;
-            table.rewrite_manifests |= before.rewrite_manifests;
-            table.snapshot_before = before.snapshot_before;
-            table.note = table.note.take().or(before.note.clone());
-        }
-    }
-    second.seconds += first.seconds;
-    Ok(second)
 }

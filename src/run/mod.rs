@@ -8,6 +8,8 @@
 
 mod audit;
 mod erase;
+mod erase_raw;
+mod erase_sources;
 mod execute;
 mod failed;
 mod maintain;
@@ -16,6 +18,7 @@ mod maintenance;
 mod open;
 mod options;
 mod pipeline;
+mod purge;
 mod report;
 mod rewrite_rows;
 mod rollback;
@@ -23,12 +26,13 @@ mod row_change;
 mod transform_job;
 
 pub use crate::catalog::lock::{holder, lock_path, LockWait};
-pub use erase::{erase, purge, EraseReport, EraseRequest};
+pub use erase::{erase, EraseReport, EraseRequest};
 pub use failed::record_failure;
 pub use maintain::{maintain_pipeline, MaintainOptions};
 pub use maintenance::{MaintainReport, TableMaintenance};
 pub use options::RunOptions;
 pub use pipeline::{run_pipeline, run_tick, Served};
+pub use purge::purge;
 pub use report::{JobAction, JobReport, Observer, RunReport, Silent};
 pub use rollback::rollback;
 pub use row_change::{change_rows, parse_row_change, ParsedChange, RowChange, RowEdit};

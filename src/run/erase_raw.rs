@@ -1,0 +1,108 @@
+//! The quarantined raw lines of an ingest that hold an erase's subject: each line's fields
+//! read as the ingest reads its files (`ingest::RawFields`), typed as the bronze table types
+//! them (a field that does not parse is NULL), the condition evaluated on them, the matching
+//! lines removed copy-on-write.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use arrow::array::{AsArray, BooleanArray, RecordBatch, StringBuilder};
+use arrow::compute::CastOptions;
+use arrow::datatypes::{Field, Schema};
+use iceberg::arrow::schema_to_arrow_schema;
+
+use super::rewrite_rows::{compile_condition, true_rows, Edit, Rewrite, RewrittenTable};
+use crate::catalog::PipelineCatalog;
+use crate::error::{Error, Result};
+use crate::ingest::RawFields;
+use crate::plan::subject::condition_columns;
+use crate::spec::{IngestJob, Pipeline};
+
+/// The raw lines of `job`'s quarantine table whose fields make `condition` true, removed. Each
+/// line's fields are read as the ingest reads its files and typed as the bronze table types
+/// them (a field that does not parse is NULL). Also says which lines could not be read.
+pub(super) async fn raw_lines(
+    catalog: &PipelineCatalog,
+    pipeline: &Pipeline,
+    job: &IngestJob,
+    run_id: &str,
+    condition: &str,
+    plan_only: bool,
+) -> Result<(RewrittenTable, Vec<String>)> {
+    let quarantine = job.table.quarantine();
+    let bronze = catalog.load_existing(&job.table).await?;
+    let bronze = schema_to_arrow_schema(bronze.metadata().current_schema())?;
+    let mut fields = Vec::new();
+    for column in condition_columns(condition)? {
+        let field = bronze.field_with_name(&column)?;
+        fields.push(Field::new(column, field.data_type().clone(), true));
+    }
+    let typed = Arc::new(Schema::new(fields));
+    let (_, _, physical) = compile_condition(&typed, condition)?;
+    let mut reader = RawFields::new(job, &pipeline.project_dir);
+    let mut unread: BTreeMap<String, HashSet<(String, i64)>> = BTreeMap::new();
+    let cast = CastOptions {
+        safe: true,
+        ..Default::default()
+    };
+    let mut matcher = |batch: &RecordBatch| -> Result<BooleanArray> {
+        let column = |name: &str| {
+            batch
+                .column_by_name(name)
+                .ok_or_else(|| Error::table_msg(&quarantine, format!("has no `{name}` column")))
+        };
+        let files = column("source_file")?.as_string::<i32>().clone();
+        let raws = column("raw")?.as_string::<i32>().clone();
+        let lines = column("line")?
+            .as_primitive::<arrow::datatypes::Int64Type>()
+            .clone();
+        let mut arrays = Vec::new();
+        for field in typed.fields() {
+            let mut text = StringBuilder::new();
+            for i in 0..batch.num_rows() {
+                match reader.field(files.value(i), raws.value(i), field.name()) {
+                    Ok(value) => text.append_option(value.map(|v| v.trim().to_string())),
+                    Err(why) => {
+                        unread
+                            .entry(why)
+                            .or_default()
+                            .insert((files.value(i).to_string(), lines.value(i)));
+                        text.append_null();
+                    }
+                }
+            }
+            let text = text.finish();
+            arrays.push(arrow::compute::cast_with_options(
+                &text,
+                field.data_type(),
+                &cast,
+            )?);
+        }
+        let fields = RecordBatch::try_new(typed.clone(), arrays)?;
+        true_rows(physical.as_ref(), &fields, condition)
+    };
+    let part = Rewrite {
+        catalog,
+        pipeline: &pipeline.name,
+        run_id,
+        table: &quarantine,
+        prune: None,
+        columns: ["source_file", "raw", "line"].map(String::from).to_vec(),
+        edit: Edit::Delete,
+        job: "erase",
+        plan_only,
+        ledger: Vec::new(),
+    }
+    .stage(&mut matcher)
+    .await?;
+    let unread = unread
+        .into_iter()
+        .map(|(why, lines)| {
+            format!(
+                "{quarantine}: {} quarantined line(s) not searched: {why}",
+                lines.len()
+            )
+        })
+        .collect();
+    Ok((part, unread))
+}

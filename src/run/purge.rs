@@ -1,0 +1,50 @@
+//! `pipeline erase --purge`: what makes an erase physical.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::catalog::lock::LockWait;
+use crate::catalog::Invocation;
+use crate::error::Result;
+use crate::spec::{Pipeline, TableName};
+
+/// `--purge`: the erased `tables` keep only their current snapshot. Every older one (even
+/// those kept for rollback and for incremental runs) expires, and the data files, manifests
+/// and metadata files only they referenced are deleted: no file of the warehouse holds the
+/// erased rows afterwards. Recorded as a `maintain` run; it cannot be undone.
+pub async fn purge(
+    pipeline: &Pipeline,
+    tables: Vec<TableName>,
+    invocation: Invocation,
+) -> Result<super::MaintainReport> {
+    let mut spec = pipeline.clone();
+    spec.maintenance.expire_older_than = Duration::ZERO;
+    spec.maintenance.keep_last = 1;
+    spec.maintenance.min_input_files = usize::MAX; // no compaction
+                                                   // First pass: manifests rewritten to hold live files only (the erase snapshot's manifests
+                                                   // still list the removed files, with their column bounds), older snapshots expired.
+    spec.maintenance.max_manifests = 0;
+    let mut options = super::MaintainOptions::new(LockWait(Some(Duration::from_secs(3600))));
+    options.tables = Some(tables);
+    options.expire_protected = true;
+    options.invocation = invocation;
+    let first = super::maintain_pipeline(&spec, &options, Arc::new(super::Silent)).await?;
+    // Second pass: the erase snapshot itself, now older than the rewrite, expires too.
+    spec.maintenance.max_manifests = usize::MAX;
+    let mut second = super::maintain_pipeline(&spec, &options, Arc::new(super::Silent)).await?;
+    // One report for both: what each table lost in all.
+    for table in &mut second.tables {
+        if let Some(before) = first.tables.iter().find(|t| t.table == table.table) {
+            table.expired_snapshots += before.expired_snapshots;
+            table.deleted_files += before.deleted_files;
+            table.deleted_data_files += before.deleted_data_files;
+            table.deleted_bytes += before.deleted_bytes;
+            table.undeleted_files += before.undeleted_files;
+            table.rewrite_manifests |= before.rewrite_manifests;
+            table.snapshot_before = before.snapshot_before;
+            table.note = table.note.take().or(before.note.clone());
+        }
+    }
+    second.seconds += first.seconds;
+    Ok(second)
+}
