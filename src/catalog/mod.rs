@@ -31,7 +31,9 @@ pub use erase_receipt::{EraseReceipt, ErasedSource, ErasedTable};
 pub use local_fs::LocalStorageFactory;
 pub use open::open_project_catalog;
 pub use receipt::Invocation;
-pub use record::{new_run_id, tick_key, QualityResult, RunKind, RunRecord, TableRecord};
+pub use record::{
+    new_run_id, tick_key, ExpiredFiles, QualityResult, RunKind, RunRecord, TableRecord,
+};
 pub use remote::{
     Committed, Current, MultiTableCommit, RemoteCatalog, Swap, TableMove, TablePointers,
 };

@@ -66,6 +66,23 @@ pub struct TableRecord {
     pub snapshot_after: Option<i64>,
     /// Rows of the table after the run.
     pub rows: u64,
+    /// Maintenance: the snapshots this run expired and the files only they referenced.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub expired: Option<ExpiredFiles>,
+}
+
+/// What expiring snapshots freed in one table, as recorded before the files go: the embedded
+/// catalog and REST warehouses delete them right after the publish (a file that cannot be
+/// deleted is left to `pipeline orphans`); S3 Tables deletes them itself, on its own schedule.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ExpiredFiles {
+    /// Snapshots removed from the table's metadata.
+    pub snapshots: u64,
+    /// Data files no kept snapshot references, and their bytes.
+    pub data_files: u64,
+    pub data_bytes: u64,
+    /// Every file freed: data files, manifests, manifest lists, metadata files.
+    pub files: u64,
 }
 
 /// The durable record of one published run.
@@ -100,6 +117,9 @@ pub struct RunRecord {
     /// For an erase: the receipt (condition, rows and files per table, landing files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub erase: Option<super::EraseReceipt>,
+    /// For the maintenance that `pipeline erase --purge` runs: the erase's run id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purge_of: Option<String>,
 }
 
 /// The outcome of one expectation in one run.
@@ -157,6 +177,7 @@ impl RunRecord {
             error: None,
             tables: Vec::new(),
             erase: None,
+            purge_of: None,
         }
     }
 

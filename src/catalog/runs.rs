@@ -167,6 +167,25 @@ impl PipelineCatalog {
         .await
     }
 
+    /// The maintain runs that purged the erase `erase` (`pipeline erase --purge`), oldest
+    /// first: what they expired and freed, per table.
+    pub async fn purges_of(&self, erase: &RunRecord) -> Result<Vec<RunRecord>> {
+        let since = chrono::DateTime::parse_from_rfc3339(&erase.finished_at)
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .map_err(|e| {
+                Error::Internal(format!(
+                    "run {} has a bad finish time {}: {e}",
+                    erase.run_id, erase.finished_at
+                ))
+            })?;
+        Ok(self
+            .runs_since(&erase.pipeline, since)
+            .await?
+            .into_iter()
+            .filter(|r| r.purge_of.as_deref() == Some(erase.run_id.as_str()))
+            .collect())
+    }
+
     /// `pipeline`'s run records newest first: up to `limit` of them after skipping the newest
     /// `offset` (page through the history without reading all of it).
     pub async fn newest_runs(

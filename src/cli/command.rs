@@ -128,7 +128,12 @@ pub async fn execute(cli: Cli) -> Result<()> {
         }
         Command::RunInfo { run_id, pipeline } => {
             let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
-            print::record(&catalog.run(run_id).await?, cli.json);
+            let record = catalog.run(run_id).await?;
+            let purges = match record.erase {
+                Some(_) => catalog.purges_of(&record).await?,
+                None => Vec::new(),
+            };
+            print::record_with_purges(&record, &purges, cli.json);
         }
         Command::Rollback {
             run_id,

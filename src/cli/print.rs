@@ -175,6 +175,31 @@ pub fn record(run: &RunRecord, as_json: bool) {
     );
 }
 
+/// `pipeline run-info` of an erase: the record, then what the maintain runs that purged it
+/// expired and freed (`purged_by` in JSON).
+pub fn record_with_purges(run: &RunRecord, purges: &[RunRecord], as_json: bool) {
+    if as_json {
+        let mut value = serde_json::to_value(run).unwrap_or_default();
+        if !purges.is_empty() {
+            value["purged_by"] = serde_json::to_value(purges).unwrap_or_default();
+        }
+        return json(&value);
+    }
+    record(run, false);
+    for purge in purges {
+        println!();
+        println!("purged by run {}:", purge.run_id);
+        for t in &purge.tables {
+            if let Some(e) = &t.expired {
+                println!(
+                    "  {}: {} snapshot(s) expired; {} data file(s) ({} bytes), {} file(s) in all, freed",
+                    t.table, e.snapshots, e.data_files, e.data_bytes, e.files
+                );
+            }
+        }
+    }
+}
+
 /// `pipeline runs`: every published run, oldest first.
 pub fn runs(runs: &[RunRecord], as_json: bool) {
     if as_json {

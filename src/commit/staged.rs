@@ -119,6 +119,7 @@ impl StagedTable {
             snapshot_before: self.metadata.current_snapshot_id(),
             snapshot_after: Some(self.snapshot_id),
             rows: summary::total_records(self.metadata.snapshot_by_id(self.snapshot_id)),
+            expired: None,
         }
     }
 }

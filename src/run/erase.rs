@@ -188,15 +188,16 @@ pub async fn erase(
     tracing::debug!(ms = clock.elapsed().as_millis() as u64, "erase: published");
     found.sources.commit()?;
     report.record = Some(validated.catalog.run(&run_id).await?);
-    drop(lock);
     if request.purge {
         let mut invocation = request.invocation.clone();
         invocation.reason = Some(format!(
             "purge after erase {run_id}: {}",
             request.invocation.reason.as_deref().unwrap_or("")
         ));
-        report.purge = Some(purge(pipeline, erased, invocation).await?);
+        let purged = purge(&validated.catalog, pipeline, &run_id, erased, invocation).await?;
+        report.purge = Some(purged);
     }
+    drop(lock);
     Ok(report)
 }
 
@@ -215,7 +216,7 @@ fn history(catalog: &PipelineCatalog, request: &EraseRequest) -> String {
             "purged: every older snapshot of the erased tables expired; S3 Tables deletes the files only they referenced itself (its unreferenced-file removal marks them noncurrent after unreferencedDays, 3 by default, and deletes them nonCurrentDays later, 10 by default): with the defaults, by {}",
             (Utc::now() + chrono::Duration::days(13)).format("%Y-%m-%d")
         ),
-        (true, _) => "purged: every older snapshot of the erased tables expired and the files only they referenced deleted (the maintain run that follows this one)".to_string(),
+        (true, _) => "purged: every older snapshot of the erased tables expires and the files only they referenced are deleted by the maintain runs that follow this one under the same lock (their records name this erase; `pipeline run-info` of this run lists them)".to_string(),
         (false, _) => "older snapshots still hold the rows (for rollback) until they expire by the pipeline's [maintenance] settings; `pipeline erase --purge` removes them now".to_string(),
     }
 }

@@ -54,6 +54,8 @@ pub struct MaintainOptions {
     pub invocation: Invocation,
     /// The moment snapshot ages are measured from (default: now).
     pub now: Option<DateTime<Utc>>,
+    /// The erase this maintenance purges (`pipeline erase --purge`), named in its record.
+    pub purge_of: Option<String>,
 }
 
 impl MaintainOptions {
@@ -66,6 +68,7 @@ impl MaintainOptions {
             wait,
             invocation: Invocation::current(None, None),
             now: None,
+            purge_of: None,
         }
     }
 }
@@ -109,8 +112,15 @@ pub(super) async fn maintain_locked(
         report.seconds = clock.elapsed().as_secs_f64();
         return Ok(report);
     }
-    let Executed { record, tables } =
-        execute(catalog, pipeline, planned, &options.invocation, observer).await?;
+    let Executed { record, tables } = execute(
+        catalog,
+        pipeline,
+        planned,
+        &options.invocation,
+        options.purge_of.as_deref(),
+        observer,
+    )
+    .await?;
     report.undo = record.as_ref().and_then(|r| r.undo_command());
     report.run_id = record.map(|r| r.run_id);
     report.tables = tables;

@@ -9,18 +9,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use iceberg::spec::TableMetadata;
 
 use super::maintenance::{Planned, TableMaintenance};
 use super::report::Observer;
-use crate::catalog::{new_run_id, Invocation, PipelineCatalog, RunKind, RunRecord, TableRecord};
+use crate::catalog::{
+    new_run_id, ExpiredFiles, Invocation, PipelineCatalog, RunKind, RunRecord, TableRecord,
+};
 use crate::commit::publish::{
     publisher, rebase, Publication, PublishOutcome, TableChange, ATTEMPTS,
 };
 use crate::commit::summary::{total_records, JOB, PIPELINE, RUN_ID};
 use crate::commit::{
-    expire_metadata, stage_snapshot, trim_metadata_log, unreferenced_files, Expired, StagedTable,
-    TableTarget, WriteMode,
+    expire_metadata, stage_snapshot, trim_metadata_log, unreferenced_files, StagedTable,
+    TableTarget, Unreferenced, WriteMode,
 };
 use crate::compact::compact;
 use crate::error::{Error, Result};
@@ -46,9 +47,9 @@ struct After {
     /// The table's index in the plan.
     index: usize,
     record: TableRecord,
-    /// The metadata published.
-    kept: Option<TableMetadata>,
-    expired: Option<Expired>,
+    /// The files only the expired snapshots referenced, found before the publish (the
+    /// record counts them) and deleted after it.
+    unreferenced: Option<Unreferenced>,
     rewrote_manifests: bool,
     /// Earlier metadata files cut from the metadata log.
     old_metadata: Vec<String>,
@@ -59,6 +60,7 @@ pub(super) async fn execute(
     pipeline: &Pipeline,
     mut planned: Vec<Planned>,
     invocation: &Invocation,
+    purge_of: Option<&str>,
     observer: Arc<dyn Observer>,
 ) -> Result<Executed> {
     let started = Utc::now();
@@ -120,15 +122,15 @@ pub(super) async fn execute(
         if changes.is_empty() {
             break;
         }
-        let record = RunRecord::new(
+        let mut record = RunRecord::new(
             &run_id,
             RunKind::Maintain,
             &pipeline.name,
             started,
             invocation,
-        )
-        .finished_now()
-        .with_tables(
+        );
+        record.purge_of = purge_of.map(str::to_string);
+        let record = record.finished_now().with_tables(
             changes
                 .iter()
                 .map(|(_, c)| c.after.record.clone())
@@ -141,7 +143,6 @@ pub(super) async fn execute(
         let mut done = Vec::new();
         for (i, mut c) in changes {
             c.after.index = i;
-            c.after.kept = c.change.metadata.clone();
             publication.changes.push(c.change);
             done.push(c.after);
         }
@@ -203,26 +204,25 @@ pub(super) async fn execute(
         report.snapshot_before = after.record.snapshot_before;
         report.snapshot_after = after.record.snapshot_after;
         report.rewrite_manifests = after.rewrote_manifests;
-        report.expired_snapshots = after
-            .expired
-            .as_ref()
-            .map_or(0, |e| e.snapshots.len() as u64);
+        report.expired_snapshots = after.record.expired.as_ref().map_or(0, |e| e.snapshots);
         if compacted[after.index].is_none() {
             report.compaction.groups.clear();
         }
         for path in &after.old_metadata {
             delete(catalog, path, report).await;
         }
-        let Some(expired) = after.expired else {
+        let Some(unreferenced) = after.unreferenced else {
             continue;
         };
+        report.deleted_data_files = unreferenced.data_files;
+        report.deleted_bytes = unreferenced.data_bytes;
         if catalog.kind() == "s3tables" {
             report.note =
                 Some("S3 Tables removes the files expired snapshots referenced itself".into());
             continue;
         }
-        if let Some(kept) = after.kept {
-            delete_unreferenced(catalog, &kept, &expired, report).await?;
+        for path in &unreferenced.files {
+            delete(catalog, path, report).await;
         }
     }
     Ok(Executed {
@@ -300,11 +300,23 @@ async fn build(
         Vec::new()
     };
     let rows = total_records(metadata.current_snapshot());
+    // What the expired snapshots free is known now, against the metadata to be published: the
+    // record says it, and the same list is deleted once the publish is in.
+    let unreferenced = match &expired {
+        Some(e) => Some(unreferenced_files(file_io, &metadata, e).await?),
+        None => None,
+    };
+    let expired = expired.map(|e| ExpiredFiles {
+        snapshots: e.snapshots.len() as u64,
+        data_files: unreferenced.as_ref().map_or(0, |u| u.data_files),
+        data_bytes: unreferenced.as_ref().map_or(0, |u| u.data_bytes),
+        files: unreferenced.as_ref().map_or(0, |u| u.files.len() as u64)
+            + old_metadata.len() as u64,
+    });
     Ok(Some(Change {
         after: After {
             index: 0,
-            kept: None,
-            expired,
+            unreferenced,
             rewrote_manifests,
             old_metadata,
             record: TableRecord {
@@ -314,6 +326,7 @@ async fn build(
                 snapshot_before: before,
                 snapshot_after: Some(head),
                 rows,
+                expired,
             },
         },
         change: TableChange {
@@ -337,24 +350,6 @@ fn skip_lost_groups(report: &mut TableMaintenance, rebased: &StagedTable) {
             report.skipped_partitions.push(group.partition.clone());
         }
     }
-}
-
-/// Deletes the files only `expired`'s snapshots referenced, now that the table is published
-/// with `kept`. A file that cannot be deleted is counted, not fatal: the commit is in, and
-/// `pipeline orphans` finds it later.
-async fn delete_unreferenced(
-    catalog: &PipelineCatalog,
-    kept: &TableMetadata,
-    expired: &Expired,
-    report: &mut TableMaintenance,
-) -> Result<()> {
-    let unreferenced = unreferenced_files(catalog.file_io(), kept, expired).await?;
-    for path in &unreferenced.files {
-        delete(catalog, path, report).await;
-    }
-    report.deleted_data_files = unreferenced.data_files;
-    report.deleted_bytes = unreferenced.data_bytes;
-    Ok(())
 }
 
 /// Deletes one file no kept snapshot needs, counting it (or, when it cannot be deleted, the

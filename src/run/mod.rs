@@ -32,7 +32,6 @@ pub use maintain::{maintain_pipeline, MaintainOptions};
 pub use maintenance::{MaintainReport, TableMaintenance};
 pub use options::RunOptions;
 pub use pipeline::{run_pipeline, run_tick, Served};
-pub use purge::purge;
 pub use report::{JobAction, JobReport, Observer, RunReport, Silent};
 pub use rollback::rollback;
 pub use row_change::{change_rows, parse_row_change, ParsedChange, RowChange, RowEdit};

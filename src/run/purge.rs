@@ -4,16 +4,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::catalog::lock::LockWait;
-use crate::catalog::Invocation;
+use crate::catalog::{Invocation, PipelineCatalog};
 use crate::error::Result;
 use crate::spec::{Pipeline, TableName};
 
-/// `--purge`: the erased `tables` keep only their current snapshot. Every older one (even
-/// those kept for rollback and for incremental runs) expires, and the data files, manifests
-/// and metadata files only they referenced are deleted: no file of the warehouse holds the
-/// erased rows afterwards. Recorded as a `maintain` run; it cannot be undone.
-pub async fn purge(
+/// `--purge` of the erase `erase_run`: the erased `tables` keep only their current snapshot.
+/// Every older one (even those kept for rollback and for incremental runs) expires, and the
+/// data files, manifests and metadata files only they referenced are deleted: no file of the
+/// warehouse holds the erased rows afterwards. The caller holds the pipeline's run lock (the
+/// erase's), so no run comes in between. Recorded as `maintain` runs whose records name the
+/// erase (`purge_of`) and what each table lost; it cannot be undone.
+pub(super) async fn purge(
+    catalog: &PipelineCatalog,
     pipeline: &Pipeline,
+    erase_run: &str,
     tables: Vec<TableName>,
     invocation: Invocation,
 ) -> Result<super::MaintainReport> {
@@ -21,17 +25,19 @@ pub async fn purge(
     spec.maintenance.expire_older_than = Duration::ZERO;
     spec.maintenance.keep_last = 1;
     spec.maintenance.min_input_files = usize::MAX; // no compaction
-                                                   // First pass: manifests rewritten to hold live files only (the erase snapshot's manifests
-                                                   // still list the removed files, with their column bounds), older snapshots expired.
-    spec.maintenance.max_manifests = 0;
-    let mut options = super::MaintainOptions::new(LockWait(Some(Duration::from_secs(3600))));
+    let mut options = super::MaintainOptions::new(LockWait(None));
     options.tables = Some(tables);
     options.expire_protected = true;
     options.invocation = invocation;
-    let first = super::maintain_pipeline(&spec, &options, Arc::new(super::Silent)).await?;
+    options.purge_of = Some(erase_run.to_string());
+    // First pass: manifests rewritten to hold live files only (the erase snapshot's manifests
+    // still list the removed files, with their column bounds), older snapshots expired.
+    spec.maintenance.max_manifests = 0;
+    let silent = || Arc::new(super::Silent);
+    let first = super::maintain::maintain_locked(catalog, &spec, &options, silent()).await?;
     // Second pass: the erase snapshot itself, now older than the rewrite, expires too.
     spec.maintenance.max_manifests = usize::MAX;
-    let mut second = super::maintain_pipeline(&spec, &options, Arc::new(super::Silent)).await?;
+    let mut second = super::maintain::maintain_locked(catalog, &spec, &options, silent()).await?;
     // One report for both: what each table lost in all.
     for table in &mut second.tables {
         if let Some(before) = first.tables.iter().find(|t| t.table == table.table) {

@@ -300,6 +300,7 @@ impl Rewrite<'_> {
             snapshot_before: Some(before),
             snapshot_after: Some(staged.snapshot_id),
             rows: total_records(staged.metadata.snapshot_by_id(staged.snapshot_id)),
+            expired: None,
         };
         out.staged = Some((staged, entry));
         Ok(out)

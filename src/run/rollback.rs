@@ -110,6 +110,7 @@ pub async fn rollback(
             snapshot_before: t.snapshot_after,
             snapshot_after: t.snapshot_before,
             rows,
+            expired: None,
         });
         publication.changes.push(TableChange {
             table: name,

@@ -196,6 +196,22 @@ fn erase_with_purge_leaves_no_file_holding_the_customer() {
     let sum = |key: &str| tables.iter().map(|t| t[key].as_u64().unwrap()).sum::<u64>();
     assert!(sum("expired_snapshots") >= 10, "{done}");
     assert!(sum("deleted_data_files") >= 10, "{done}");
+    // The erase's receipt lists the purge: its records name the erase and say, per table,
+    // what was expired and freed, as the command reported it.
+    let receipt = p.json(&["run-info", erase_run]);
+    let purges = receipt["purged_by"].as_array().unwrap();
+    assert_eq!(purges.len(), 2, "two maintain passes: {receipt}");
+    let recorded = |key: &str| -> u64 {
+        purges
+            .iter()
+            .inspect(|r| assert_eq!(r["purge_of"], erase_run))
+            .flat_map(|r| r["tables"].as_array().unwrap())
+            .filter_map(|t| t["expired"][key].as_u64())
+            .sum()
+    };
+    assert_eq!(recorded("snapshots"), sum("expired_snapshots"));
+    assert_eq!(recorded("data_files"), sum("deleted_data_files"));
+    assert_eq!(recorded("data_bytes"), sum("deleted_bytes"));
     // After: no data file, manifest, metadata file or catalog row holds them; the lake is
     // intact; the next run works and does not bring them back.
     assert_eq!(files_holding_customer_5(&p), Vec::<String>::new());

@@ -181,6 +181,21 @@ fn s3tables_erase_with_purge_matches_the_embedded_catalog() {
     assert!(purged
         .iter()
         .all(|t| t["note"].as_str().is_none_or(|n| n.contains("S3 Tables"))));
+    // The purge's records say what S3 Tables is left to delete: the data files the expired
+    // snapshots alone referenced, as many as the embedded catalog deleted.
+    let freed = |p: &Project, receipt: &serde_json::Value| -> u64 {
+        let erase_run = receipt["erase"]["record"]["run_id"].as_str().unwrap();
+        p.json(&["run-info", erase_run])["purged_by"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["tables"].as_array().unwrap().clone())
+            .filter_map(|t| t["expired"]["data_files"].as_u64())
+            .sum()
+    };
+    let (here, there) = (freed(&local, &receipts[0]), freed(&remote, &receipts[1]));
+    assert!(here > 0);
+    assert_eq!(there, here);
 }
 
 #[test]
