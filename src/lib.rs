@@ -24,6 +24,7 @@
 
 pub mod catalog;
 pub mod cli;
+pub mod cluster;
 pub mod commit;
 pub mod compact;
 pub mod docs;

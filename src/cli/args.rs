@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::run::LockWait;
+use crate::spec::Engine;
 
 /// Medallion ETL on Apache Iceberg: CSV/JSON files into bronze tables, SQL into silver and gold.
 ///
@@ -47,6 +48,27 @@ pub struct Cli {
     pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Where a run's transforms execute.
+#[derive(clap::Args)]
+pub struct EngineArg {
+    /// Where transforms run: `local` (this machine), `ballista` (the cluster of the spec's
+    /// [engine]) or a Ballista scheduler's URL, `df://host:50050` (started with `pipeline
+    /// scheduler`). Default: the spec's [engine], else local. Ingest, audits and the publish
+    /// always run here.
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<String>,
+}
+
+impl EngineArg {
+    /// The engine `--engine` names for a run of `spec` (`None`: the spec's own).
+    pub fn choice(&self, spec: &crate::spec::Pipeline) -> crate::error::Result<Option<Engine>> {
+        self.engine
+            .as_deref()
+            .map(|e| Engine::parse_choice(e, &spec.engine).map_err(crate::error::Error::Usage))
+            .transpose()
+    }
 }
 
 /// Waiting for another run of the same pipeline.
@@ -93,6 +115,8 @@ pub enum Command {
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
         #[command(flatten)]
+        engine: EngineArg,
+        #[command(flatten)]
         wait: WaitArgs,
     },
     /// Recompute the partitions of a date range in selected tables and everything downstream.
@@ -125,6 +149,8 @@ pub enum Command {
         /// record that `pipeline runs` and `pipeline run-info` show.
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
+        #[command(flatten)]
+        engine: EngineArg,
         #[command(flatten)]
         wait: WaitArgs,
     },
@@ -382,6 +408,26 @@ pub enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
     },
+    /// Run a Ballista scheduler for `--engine df://HOST:PORT` (transforms on a cluster).
+    ///
+    /// Ballista's own scheduler (the ballista-scheduler library), with the engine's plan
+    /// codecs: it plans each transform's query and hands its tasks to executors. Start it,
+    /// then one `pipeline executor` per machine (the same binary), then run with --engine.
+    /// Every node must see the warehouse at the same path (a shared file system).
+    ///
+    /// Example:
+    ///   pipeline scheduler --bind 0.0.0.0:50050 --external-host sched-1
+    ///   pipeline executor --scheduler sched-1:50050      (on each worker)
+    ///   pipeline run retail --engine df://sched-1:50050
+    #[command(verbatim_doc_comment)]
+    Scheduler(super::cluster::SchedulerArgs),
+    /// Run a Ballista executor that takes tasks from a `pipeline scheduler`.
+    ///
+    /// Ballista's own executor (the ballista-executor library), with the engine's plan codecs:
+    /// it reads a transform's input files, runs its tasks and writes the table's data files.
+    /// It stops on ctrl-c or SIGTERM.
+    #[command(verbatim_doc_comment)]
+    Executor(super::cluster::ExecutorArgs),
     /// Run a SELECT over catalog tables and print the result.
     Query {
         /// One SELECT; tables are written namespace.table.

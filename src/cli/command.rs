@@ -4,8 +4,10 @@
 use std::sync::Arc;
 
 use super::args::{Cli, Command};
+use super::cluster;
 use super::maintain;
 use super::print;
+use super::print_runs;
 use super::progress::Progress;
 use super::schedule;
 use crate::catalog::{open_project_catalog, Invocation, PipelineCatalog};
@@ -29,10 +31,12 @@ pub async fn execute(cli: Cli) -> Result<()> {
             full_refresh,
             reload_changed,
             reason,
+            engine,
             wait,
         } => {
             let spec = load_with_catalog(&project, pipeline, catalog_name)?;
             let mut options = RunOptions::new(wait.lock_wait());
+            options.engine = engine.choice(&spec)?;
             options.full_refresh = *full_refresh;
             options.reload_changed = *reload_changed;
             options.invocation = invocation(reason);
@@ -46,6 +50,7 @@ pub async fn execute(cli: Cli) -> Result<()> {
             tables,
             plan,
             reason,
+            engine,
             wait,
         } => {
             let spec = load_with_catalog(&project, pipeline, catalog_name)?;
@@ -56,6 +61,7 @@ pub async fn execute(cli: Cli) -> Result<()> {
                 return Ok(());
             }
             let mut options = RunOptions::new(wait.lock_wait());
+            options.engine = engine.choice(&spec)?;
             options.backfill = Some(backfill);
             options.invocation = invocation(reason);
             let report = run_pipeline(&spec, Arc::new(Progress::stderr()), options).await?;
@@ -124,7 +130,7 @@ pub async fn execute(cli: Cli) -> Result<()> {
         }
         Command::Runs { pipeline } => {
             let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
-            print::runs(&catalog.runs().await?, cli.json);
+            print_runs::runs(&catalog.runs().await?, cli.json);
         }
         Command::RunInfo { run_id, pipeline } => {
             let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
@@ -133,7 +139,7 @@ pub async fn execute(cli: Cli) -> Result<()> {
                 Some(_) => catalog.purges_of(&record).await?,
                 None => Vec::new(),
             };
-            print::record_with_purges(&record, &purges, cli.json);
+            print_runs::record_with_purges(&record, &purges, cli.json);
         }
         Command::Rollback {
             run_id,
@@ -144,8 +150,10 @@ pub async fn execute(cli: Cli) -> Result<()> {
                 open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
             let observer = Arc::new(Progress::stderr());
             let record = rollback(&catalog, run_id, &invocation(reason), observer).await?;
-            print::record(&record, cli.json);
+            print_runs::record(&record, cli.json);
         }
+        Command::Scheduler(args) => return cluster::scheduler(args).await,
+        Command::Executor(args) => return cluster::executor(args).await,
         Command::Schedule { action } => {
             return schedule::execute(&project, catalog_name, action, cli.json).await
         }

@@ -6,9 +6,11 @@
 //! run of the pipeline holds its lock, 5 tables or files are damaged.
 
 pub mod args;
+pub mod cluster;
 pub mod command;
 pub mod maintain;
 pub mod print;
+pub mod print_runs;
 pub mod progress;
 pub mod schedule;
 
@@ -19,11 +21,16 @@ use clap::Parser;
 use crate::output::escape_message;
 use crate::secrets::{redact, RedactedStderr};
 
+/// Stack of each async worker thread.
+const WORKER_STACK_BYTES: usize = 16 * 1024 * 1024;
+
 /// Parses the command line, runs the command on a multi-thread runtime, and turns its outcome
 /// into an exit code (errors on stderr, secrets redacted).
 pub fn main() -> ExitCode {
-    restore_sigpipe();
     let cli = args::Cli::parse();
+    if !talks_to_peers(&cli.command) {
+        restore_sigpipe();
+    }
     let filter = match cli.verbose {
         // MCP calls are logged at every verbosity.
         0 => "warn,pipeline::mcp=info",
@@ -38,8 +45,12 @@ pub fn main() -> ExitCode {
         .with_writer(|| RedactedStderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    // Plans are walked recursively (DataFusion's planner, protobuf encoding of a plan sent
+    // to a cluster, and decoding it there): tokio's 2 MiB worker stacks overflow on the
+    // retail transforms' plans in a debug build.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(WORKER_STACK_BYTES)
         .build()
     {
         Ok(r) => r,
@@ -55,6 +66,18 @@ pub fn main() -> ExitCode {
             ExitCode::from(e.exit_code())
         }
     }
+}
+
+/// Commands that hold network connections for long (cluster processes, servers, runs that may
+/// drive a cluster): a peer that goes away must be a failed write they handle, not SIGPIPE
+/// ending the process (HTTP/2 and gRPC write with `writev`, which raises it). Their output
+/// tolerates a closed stdout on its own.
+fn talks_to_peers(command: &args::Command) -> bool {
+    use args::Command as C;
+    matches!(
+        command,
+        C::Scheduler(_) | C::Executor(_) | C::Mcp { .. } | C::Run { .. } | C::Backfill { .. }
+    )
 }
 
 /// A closed stdout (`pipeline query ... | head`) ends the process quietly, as it ends every

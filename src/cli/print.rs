@@ -7,26 +7,22 @@ use arrow::datatypes::Schema;
 use arrow::record_batch::RecordBatch;
 use serde::Serialize;
 
-use crate::catalog::RunRecord;
 use crate::error::Result;
 use crate::inspect::{FileInfo, SnapshotInfo, TableInfo, TableSummary};
 use crate::lineage::{render, LineageFormat, PipelineLineage};
 use crate::maintain::TableCheck;
 use crate::output::{batches_to_json, batches_to_rows, render_table};
 use crate::plan::{render_text, JobId, PlannedTable, SchemaPlan, Validated};
-use crate::quality::summary;
 use crate::run::RunReport;
 use crate::spec::{ColumnRef, Pipeline};
 
-/// `value` as pretty JSON on stdout.
-fn json(value: &impl Serialize) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).unwrap_or_default()
-    );
+/// `value` as pretty JSON on stdout (a closed stdout is not an error: nobody reads it).
+pub(super) fn json(value: &impl Serialize) {
+    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
-fn strings(items: &[&str]) -> Vec<String> {
+pub(super) fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
@@ -53,6 +49,23 @@ pub fn run(report: &RunReport, as_json: bool) {
         })
         .collect();
     let mut out = std::io::stdout().lock();
+    let on_cluster: Vec<&str> = report
+        .jobs
+        .iter()
+        .filter(|j| j.engine.as_deref().is_some_and(|e| e != "local"))
+        .map(|j| j.table.as_str())
+        .collect();
+    if let Some(engine) = report
+        .jobs
+        .iter()
+        .find_map(|j| j.engine.as_deref().filter(|e| *e != "local"))
+    {
+        let _ = writeln!(
+            out,
+            "\ntransforms run on {engine}: {}",
+            on_cluster.join(", ")
+        );
+    }
     let _ = writeln!(
         out,
         "\nrun {} of pipeline {}: published {} tables in {:.2}s\n",
@@ -83,7 +96,10 @@ pub fn run(report: &RunReport, as_json: bool) {
         super::maintain::print_maintenance(m, false);
     }
     if let Some(e) = &report.maintenance_error {
-        println!("\nmaintenance after the run failed (the run is published): {e}");
+        let _ = writeln!(
+            std::io::stdout().lock(),
+            "\nmaintenance after the run failed (the run is published): {e}"
+        );
     }
 }
 
@@ -104,146 +120,6 @@ pub fn backfill_plan(planned: &[PlannedTable], as_json: bool) {
             let _ = writeln!(out, "    reads {} ({}){amount}", i.table, i.read);
         }
     }
-}
-
-/// `pipeline run-info` and `pipeline rollback`: one run record.
-pub fn record(run: &RunRecord, as_json: bool) {
-    if as_json {
-        return json(run);
-    }
-    println!("run:          {}", run.run_id);
-    println!("pipeline:     {}", run.pipeline);
-    println!("kind:         {}", run.kind);
-    if let Some(id) = &run.rolls_back {
-        println!("rolls back:   {id}");
-    }
-    if let Some(tick) = &run.tick {
-        println!("tick:         {tick} (scheduled)");
-    }
-    if let Some(error) = &run.error {
-        println!("FAILED:       {error}");
-    }
-    println!("started at:   {}", run.started_at);
-    println!("published at: {}", run.finished_at);
-    if !run.invocation.user.is_empty() {
-        println!(
-            "by:           {} on {}",
-            run.invocation.user, run.invocation.host
-        );
-    }
-    if let Some(client) = &run.invocation.client {
-        println!("via:          MCP client {client}");
-    }
-    if let Some(reason) = &run.invocation.reason {
-        println!("reason:       {reason}");
-    }
-    if !run.invocation.command.is_empty() {
-        println!("command:      {}", run.invocation.command.join(" "));
-    }
-    println!(
-        "undo with:    {}",
-        run.undo_command()
-            .unwrap_or_else(|| "(nothing to undo: the run changed no table)".into())
-    );
-    println!();
-    let show = |s: Option<i64>| s.map_or_else(|| "(none)".to_string(), |s| s.to_string());
-    let rows: Vec<Vec<String>> = run
-        .tables
-        .iter()
-        .map(|t| {
-            vec![
-                t.table.clone(),
-                t.operation.clone(),
-                show(t.snapshot_before),
-                show(t.snapshot_after),
-                t.rows.to_string(),
-            ]
-        })
-        .collect();
-    print!(
-        "{}",
-        render_table(
-            &strings(&[
-                "table",
-                "operation",
-                "snapshot before",
-                "snapshot after",
-                "rows"
-            ]),
-            &rows
-        )
-    );
-}
-
-/// `pipeline run-info` of an erase: the record, then what the maintain runs that purged it
-/// expired and freed (`purged_by` in JSON).
-pub fn record_with_purges(run: &RunRecord, purges: &[RunRecord], as_json: bool) {
-    if as_json {
-        let mut value = serde_json::to_value(run).unwrap_or_default();
-        if !purges.is_empty() {
-            value["purged_by"] = serde_json::to_value(purges).unwrap_or_default();
-        }
-        return json(&value);
-    }
-    record(run, false);
-    for purge in purges {
-        println!();
-        println!("purged by run {}:", purge.run_id);
-        for t in &purge.tables {
-            if let Some(e) = &t.expired {
-                println!(
-                    "  {}: {} snapshot(s) expired; {} data file(s) ({} bytes), {} file(s) in all, freed",
-                    t.table, e.snapshots, e.data_files, e.data_bytes, e.files
-                );
-            }
-        }
-    }
-}
-
-/// `pipeline runs`: every published run, oldest first.
-pub fn runs(runs: &[RunRecord], as_json: bool) {
-    if as_json {
-        return json(&runs);
-    }
-    let rows: Vec<Vec<String>> = runs
-        .iter()
-        .map(|r| {
-            vec![
-                r.run_id.clone(),
-                r.pipeline.clone(),
-                match (&r.rolls_back, &r.error, &r.tick) {
-                    (Some(id), _, _) => format!("rollback of {id}"),
-                    (None, Some(_), _) => format!("{} FAILED (scheduled)", r.kind),
-                    (None, None, Some(_)) => format!("{} (scheduled)", r.kind),
-                    (None, None, None) => r.kind.to_string(),
-                },
-                r.finished_at.clone(),
-                r.invocation.user.clone(),
-                r.invocation.reason.clone().unwrap_or_default(),
-                r.tables.len().to_string(),
-                summary(&r.quality),
-                r.undo_command()
-                    .unwrap_or_else(|| "(nothing to undo)".into()),
-            ]
-        })
-        .collect();
-    print!(
-        "{}",
-        render_table(
-            &strings(&[
-                "run",
-                "pipeline",
-                "kind",
-                "published at",
-                "by",
-                "reason",
-                "tables",
-                "checks",
-                "undo",
-            ]),
-            &rows
-        )
-    );
 }
 
 /// `pipeline validate`: the jobs in the order they run, each with its inputs.

@@ -1,8 +1,8 @@
 //! The query engine under every SQL the engine runs (transforms, expectations, `pipeline
 //! query`): one place that builds DataFusion sessions, with the engine's own physical rule
 //! (streaming `row_number()`), row counts for join planning, and readable error messages.
-//! Choosing where queries execute (one machine, or a cluster) belongs here, so nothing above
-//! knows.
+//! Queries on a Ballista cluster get their sessions from `crate::cluster`, which builds on
+//! this module's rule and its checks of what a plain Parquet scan reads correctly.
 
 mod message;
 mod parquet_scan;
@@ -11,8 +11,10 @@ mod session;
 mod window_rule;
 
 pub use message::clean_message;
-pub use parquet_scan::table_provider;
+pub use parquet_scan::{local_url, native_path, read_by_name_refusal, table_provider};
 pub use row_count::CountedTable;
 pub use session::{
-    new_session, register_table, return_freed_memory, session_over, DEFAULT_MEMORY_LIMIT_MB,
+    new_session, register_table, return_freed_memory, runtime_env, session_over,
+    DEFAULT_MEMORY_LIMIT_MB,
 };
+pub use window_rule::{SortedRowNumberExec, StreamingRowNumber};

@@ -97,6 +97,45 @@ fn columns_match_by_name(metadata: &TableMetadata) -> bool {
         })
 }
 
+/// `location` (a local path or `file:` URL) as a `file:///` URL, when it is a plain path on
+/// the local file system (no character the object store would have to escape).
+pub fn local_url(location: &str) -> Option<String> {
+    object_store_path(location).map(|p| format!("file:///{p}"))
+}
+
+/// Why DataFusion's Parquet reader, matching columns by name, cannot read `metadata`'s files
+/// as Iceberg (by field id) would; `None` when it can.
+pub fn read_by_name_refusal(metadata: &TableMetadata) -> Option<String> {
+    (!columns_match_by_name(metadata)).then(|| {
+        "its columns were renamed, or dropped and added again, since some of its files were written (or it has nested columns): those files are read by field id".to_string()
+    })
+}
+
+/// The object store path (relative to the local file system's root) of a planned task's file
+/// when DataFusion's Parquet reader reads it exactly as Iceberg would; otherwise why not:
+/// delete files to apply, a file elsewhere than on the local file system or not Parquet, or a
+/// file missing or not of the size the metadata records (one `stat`).
+pub fn native_path(task: &FileScanTask) -> Result<String, String> {
+    let file = &task.data_file_path;
+    if !task.deletes.is_empty() {
+        return Err(format!("{file} has delete files to apply"));
+    }
+    if task.data_file_format != DataFileFormat::Parquet {
+        return Err(format!("{file} is not Parquet"));
+    }
+    let path = object_store_path(file)
+        .ok_or_else(|| format!("{file} is not a plain path on the local file system"))?;
+    match std::fs::metadata(format!("/{path}")) {
+        Ok(m) if m.len() == task.file_size_in_bytes => Ok(path),
+        Ok(m) => Err(format!(
+            "{file} has {} bytes, its metadata says {}",
+            m.len(),
+            task.file_size_in_bytes
+        )),
+        Err(e) => Err(format!("{file}: {e}")),
+    }
+}
+
 #[derive(Debug)]
 struct NativeParquetTable {
     schema: SchemaRef,
@@ -169,17 +208,9 @@ impl TableProvider for NativeParquetTable {
             .map_err(df_error)?;
         let mut files = Vec::with_capacity(tasks.len());
         for task in &tasks {
-            let path = object_store_path(&task.data_file_path);
-            // Delete files to apply, a file elsewhere or not Parquet, or a file missing or not
-            // the size the metadata records: iceberg reads the table (its errors name the file
+            // Iceberg reads what DataFusion cannot read as it would (its errors name the file
             // and what is wrong with it).
-            let readable = path.filter(|p| {
-                task.deletes.is_empty()
-                    && task.data_file_format == DataFileFormat::Parquet
-                    && std::fs::metadata(format!("/{p}"))
-                        .is_ok_and(|m| m.len() == task.file_size_in_bytes)
-            });
-            let Some(path) = readable else {
+            let Ok(path) = native_path(task) else {
                 return self.fallback.scan(state, projection, filters, limit).await;
             };
             let whole = task.start == 0 && task.length == task.file_size_in_bytes;

@@ -20,7 +20,7 @@ pub const DEFAULT_MEMORY_LIMIT_MB: usize = 1024;
 /// The process-wide execution environment: one memory pool of `PIPELINE_MEMORY_LIMIT_MB`
 /// (default 1024) shared fairly by every running query; sorts and aggregations that need more
 /// spill to temporary files instead of growing the process.
-fn runtime_env() -> Arc<RuntimeEnv> {
+pub fn runtime_env() -> Arc<RuntimeEnv> {
     static ENV: OnceLock<Arc<RuntimeEnv>> = OnceLock::new();
     ENV.get_or_init(|| {
         let mb = std::env::var("PIPELINE_MEMORY_LIMIT_MB")

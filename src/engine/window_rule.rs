@@ -21,12 +21,15 @@ use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::config::ConfigOptions;
 use datafusion::error::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::windows::{BoundedWindowAggExec, StandardWindowExpr, WindowUDFExpr};
 use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, InputOrderMode, PlanProperties,
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, InputOrderMode,
+    PlanProperties,
 };
 use futures::StreamExt;
 
@@ -97,6 +100,43 @@ pub struct SortedRowNumberExec {
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
     label: String,
+}
+
+impl SortedRowNumberExec {
+    /// The operator as a plan decoded elsewhere (a cluster's executor) holds it: `input`
+    /// sorted by `partition_by` (then the window's order keys), `schema` the input's columns
+    /// and the row number (named `label`). Its properties are `input`'s partitioning and the
+    /// plain equivalences of `schema`: enough to execute, as no optimizer runs after decoding.
+    pub fn new(
+        input: Arc<dyn ExecutionPlan>,
+        partition_by: Vec<Arc<dyn PhysicalExpr>>,
+        schema: SchemaRef,
+        label: String,
+    ) -> SortedRowNumberExec {
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            input.output_partitioning().clone(),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        SortedRowNumberExec {
+            input,
+            partition_by,
+            schema,
+            properties,
+            label,
+        }
+    }
+
+    /// The keys a new partition (row number 1) starts at.
+    pub fn partition_by(&self) -> &[Arc<dyn PhysicalExpr>] {
+        &self.partition_by
+    }
+
+    /// The name of the row number column.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
 }
 
 impl DisplayAs for SortedRowNumberExec {

@@ -127,6 +127,7 @@ pub(super) async fn execute(
                             external: &external,
                             staged: &staged,
                             options: &options,
+                            engine: options.engine.as_ref().unwrap_or(&pipeline.engine),
                         }
                         .run(counter)
                         .await
@@ -196,8 +197,10 @@ fn keep(
             dropped: counts,
             rows_in,
             scope,
+            engine,
         }) => {
             let report = JobReport {
+                engine: Some(engine),
                 rows_in,
                 rows_out: table.added_rows,
                 quarantined: counts.values().sum(),

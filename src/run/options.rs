@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use crate::catalog::lock::LockWait;
 use crate::catalog::Invocation;
 use crate::plan::Backfill;
+use crate::spec::Engine;
 
 /// How a run chooses what to recompute.
 #[derive(Debug, Clone)]
@@ -26,6 +27,9 @@ pub struct RunOptions {
     pub tick: Option<DateTime<Utc>>,
     /// The run's id, when the caller chose it (default: from the start time).
     pub run_id: Option<String>,
+    /// Where transforms run, when the command line says (`--engine`); else the spec's
+    /// `[engine]`.
+    pub engine: Option<Engine>,
 }
 
 impl RunOptions {
@@ -39,6 +43,7 @@ impl RunOptions {
             invocation: Invocation::current(None, None),
             tick: None,
             run_id: None,
+            engine: None,
         }
     }
 }

@@ -85,6 +85,9 @@ pub struct JobReport {
     /// Per source file counts (ingest only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<FileStats>,
+    /// Where a transform that ran executed: `local`, or `ballista at df://HOST:PORT`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
 }
 
 impl JobReport {
@@ -114,6 +117,7 @@ impl JobReport {
             },
             seconds,
             sources: o.files.clone(),
+            engine: None,
         }
     }
 
@@ -133,6 +137,7 @@ impl JobReport {
             action: JobAction::Transform(scope),
             seconds,
             sources: Vec::new(),
+            engine: None,
         }
     }
 }

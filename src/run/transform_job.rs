@@ -5,16 +5,20 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
+use datafusion::common::DFSchema;
+use datafusion::prelude::SessionContext;
+use iceberg::arrow::schema_to_arrow_schema;
 use iceberg::table::Table;
 
 use super::options::RunOptions;
+use crate::cluster::{cluster_session, cluster_table};
 use crate::commit::summary::total_records;
-use crate::commit::{JobContext, StagedTable};
+use crate::commit::{JobContext, PartitionRange, StagedTable};
 use crate::engine::{new_session, register_table, table_provider, CountedTable};
 use crate::error::{Error, Result};
 use crate::lineage::snapshot_renames;
 use crate::plan::{decide, scope_properties, Forced, Scope};
-use crate::spec::{TableName, TransformJob};
+use crate::spec::{BallistaEngine, Engine, TableName, TransformJob};
 use crate::transform::{
     range_predicate, run_transform, ParsedTransform, TransformFacts, TransformOutcome,
 };
@@ -29,6 +33,8 @@ pub(super) struct TransformRun<'a> {
     /// Tables this run staged so far (its inputs among them are read as staged).
     pub staged: &'a Mutex<HashMap<TableName, StagedTable>>,
     pub options: &'a RunOptions,
+    /// Where its query runs.
+    pub engine: &'a Engine,
 }
 
 /// What a transform job left for the publish.
@@ -48,10 +54,89 @@ pub(super) enum TransformDone {
         /// Rows of its input tables.
         rows_in: u64,
         scope: Scope,
+        /// Where its query ran (`Engine::describe`).
+        engine: String,
     },
 }
 
 impl TransformRun<'_> {
+    /// A session of this process with `inputs` registered (those in `incremental_by` read
+    /// for `range` only).
+    async fn local_session(
+        &self,
+        inputs: &[(TableName, Table)],
+        range: Option<&PartitionRange>,
+    ) -> Result<SessionContext> {
+        let session = new_session();
+        for (name, table) in inputs {
+            let rows = total_records(table.metadata().current_snapshot());
+            let provider = table_provider(table.clone(), None)
+                .await
+                .map_err(|e| Error::table(name, "cannot read table", e))?;
+            let provider = match (range, self.job.range_column(name)) {
+                (Some(range), Some(column)) => {
+                    let df = session.read_table(provider)?;
+                    let predicate = range_predicate(df.schema(), column, &range.spans())?;
+                    df.filter(predicate)?.into_view()
+                }
+                _ => provider,
+            };
+            register_table(&session, name, Arc::new(CountedTable::new(provider, rows)))?;
+        }
+        Ok(session)
+    }
+
+    /// A client session of `cluster` with `inputs` registered as their data files (those in
+    /// `incremental_by` for `range` only: the files planned with the range, the rows
+    /// filtered by it); `None`, after a warning saying why, when the cluster cannot read an
+    /// input as Iceberg would or write the table (then the transform runs here, with the
+    /// same result).
+    async fn cluster_session(
+        &self,
+        cluster: &BallistaEngine,
+        inputs: &[(TableName, Table)],
+        range: Option<&PartitionRange>,
+    ) -> Result<Option<SessionContext>> {
+        let (ctx, job) = (self.ctx, self.job);
+        let local = |why: String| {
+            tracing::warn!(
+                table = %job.table,
+                "{} runs on this machine, not on the cluster: {why}",
+                job.table
+            );
+            Ok(None)
+        };
+        if ctx.catalog.local_warehouse().is_none() {
+            return local(format!(
+                "a cluster reads and writes a {} catalog's files only on a local file system (the embedded catalog's warehouse, shared by every node)",
+                ctx.catalog.kind()
+            ));
+        }
+        let name = format!("{} {} {}", ctx.pipeline, ctx.run_id, job.table);
+        let session = cluster_session(&cluster.url, &name, cluster.partitions).await?;
+        for (input, table) in inputs {
+            let filter = match (range, job.range_column(input)) {
+                (Some(range), Some(column)) => {
+                    let schema = schema_to_arrow_schema(table.metadata().current_schema())
+                        .map_err(|e| Error::table(input, "cannot read table", e))?;
+                    let schema = DFSchema::try_from(schema)?;
+                    Some(range_predicate(&schema, column, &range.spans())?)
+                }
+                _ => None,
+            };
+            let provider = match cluster_table(table, filter.as_ref(), cluster.partitions).await? {
+                Ok(provider) => provider,
+                Err(why) => return local(format!("{input}: {why}")),
+            };
+            let provider = match filter {
+                Some(filter) => session.read_table(provider)?.filter(filter)?.into_view(),
+                None => provider,
+            };
+            register_table(&session, input, provider)?;
+        }
+        Ok(Some(session))
+    }
+
     /// Decides the job's scope (see [`crate::plan::scope`]) and runs it; `counter` counts the
     /// rows it writes.
     pub async fn run(&self, counter: Arc<AtomicU64>) -> Result<TransformDone> {
@@ -111,24 +196,16 @@ impl TransformRun<'_> {
                 Scope::Range(r) => Some(r),
                 _ => None,
             };
-            let session = new_session();
             let rows_in = facts.input_rows;
-            for (name, table) in &inputs {
-                let rows = total_records(table.metadata().current_snapshot());
-                let provider = table_provider(table.clone(), None)
-                    .await
-                    .map_err(|e| Error::table(name, "cannot read table", e))?;
-                // Inputs declared in incremental_by are read for the range only.
-                let provider = match (range, job.range_column(name)) {
-                    (Some(range), Some(column)) => {
-                        let df = session.read_table(provider)?;
-                        let predicate = range_predicate(df.schema(), column, &range.spans())?;
-                        df.filter(predicate)?.into_view()
-                    }
-                    _ => provider,
-                };
-                register_table(&session, name, Arc::new(CountedTable::new(provider, rows)))?;
-            }
+            let cluster = match self.engine {
+                Engine::Ballista(cluster) => self.cluster_session(cluster, &inputs, range).await?,
+                Engine::Local => None,
+            };
+            facts.on_cluster = cluster.is_some();
+            let session = match cluster {
+                Some(session) => session,
+                None => self.local_session(&inputs, range).await?,
+            };
             let outcome = run_transform(
                 ctx,
                 &session,
@@ -151,6 +228,11 @@ impl TransformRun<'_> {
                         dropped,
                         rows_in,
                         scope,
+                        engine: if facts.on_cluster {
+                            self.engine.describe()
+                        } else {
+                            Engine::Local.describe()
+                        },
                     })
                 }
                 TransformOutcome::NeedsFullRefresh => {

@@ -36,6 +36,8 @@ pub struct Pipeline {
     pub schedule: Option<Schedule>,
     /// `[maintenance]` (defaults when absent): how `pipeline maintain` keeps its tables healthy.
     pub maintenance: Maintenance,
+    /// `[engine]` (local when absent): where transforms run.
+    pub engine: super::Engine,
 }
 
 impl Pipeline {

@@ -3,7 +3,8 @@
 //! [`parse_transform`] checks the SQL is exactly one query and finds the tables it reads;
 //! [`logical_plan`] plans it against registered tables; [`run_transform`] streams the result
 //! into a staged full refresh or partition replace. Where the query runs is the session's
-//! business ([`crate::engine`]): a transform never knows.
+//! business ([`crate::engine`], or [`crate::cluster`] for a Ballista cluster): the transform
+//! only learns whether its writers are this process's tasks or the cluster's.
 
 mod drop;
 mod logical;

@@ -30,6 +30,8 @@ pub struct TransformFacts {
     pub renames: BTreeMap<String, String>,
     /// Rows of the inputs (their snapshots' totals): how many writers the result gets.
     pub input_rows: u64,
+    /// The session is a cluster's client (`crate::cluster`): executors write the result.
+    pub on_cluster: bool,
 }
 
 /// What one transform produced (staged, not yet published).
@@ -125,6 +127,7 @@ pub async fn run_transform(
             file_io: ctx.catalog.file_io(),
             prefix: &prefix,
             run_id: &ctx.run_id,
+            on_cluster: facts.on_cluster,
         },
         progress,
     )

@@ -3,8 +3,11 @@
 //! ([`DICTIONARY_PAGE_BYTES`]); every batch is cast to the
 //! table's schema (with its field ids) before it is written. Nothing is committed here.
 
+mod drain;
+mod keys;
 mod normalize;
 mod split;
+mod tagged;
 
 use std::sync::Arc;
 
@@ -26,8 +29,11 @@ use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
+pub use drain::{drain, Destination, Written};
+pub use keys::partition_keys;
 pub use normalize::iceberg_compatible_schema;
 use split::PartitionSplitter;
+pub use tagged::split_tagged;
 
 use crate::error::{Error, Result};
 

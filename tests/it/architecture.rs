@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["secrets", "output", "fault"],
     &["spec"],
     &["catalog", "write", "engine", "lineage"],
-    &["commit"],
+    &["commit", "cluster"],
     &["ingest", "transform", "compact"],
     &["quality"],
     &["plan"],

@@ -8,6 +8,7 @@ mod architecture;
 mod atomic_publish;
 mod backfill;
 mod bad_input;
+mod ballista;
 mod command_line;
 mod concurrency;
 mod conflicts;

@@ -137,7 +137,14 @@ pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
         .map(|m| super::maintenance::maintenance(&at, m))
         .transpose()?
         .unwrap_or_default();
+    let engine = raw
+        .engine
+        .as_ref()
+        .map(|e| super::engine::engine(&at, e))
+        .transpose()?
+        .unwrap_or_default();
     Ok(Pipeline {
+        engine,
         schedule,
         maintenance,
         max_snapshots,

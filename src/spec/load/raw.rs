@@ -23,6 +23,16 @@ pub(super) struct RawSpec {
     pub retention: Option<RawRetention>,
     pub schedule: Option<RawSchedule>,
     pub maintenance: Option<RawMaintenance>,
+    pub engine: Option<RawEngine>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawEngine {
+    #[serde(rename = "type")]
+    pub kind: Spanned<String>,
+    pub url: Option<Spanned<String>>,
+    pub partitions: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize)]
