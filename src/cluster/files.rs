@@ -7,12 +7,10 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, RecordBatch, StringArray, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use iceberg::spec::{
-    deserialize_data_file_from_json, serialize_data_file_to_json, DataFile, TableMetadata,
-};
+use iceberg::spec::{deserialize_data_file_from_json, serialize_data_file_to_json, DataFile};
 
 use crate::error::{Error, Result};
-use crate::write::{Destination, Written};
+use crate::write::{Destination, FileLayout, Written};
 
 const TABLE: &str = "table";
 const QUARANTINE: &str = "quarantine";
@@ -28,26 +26,22 @@ pub fn written_schema() -> SchemaRef {
     ]))
 }
 
-fn entry_json(file: DataFile, metadata: &TableMetadata) -> Result<String> {
-    let partition_type = metadata
-        .default_partition_spec()
-        .partition_type(metadata.current_schema())?;
+fn entry_json(file: DataFile, layout: &FileLayout) -> Result<String> {
+    let partition_type = layout.partition_type()?;
     Ok(serialize_data_file_to_json(
         file,
         &partition_type,
-        metadata.format_version(),
+        layout.format_version,
     )?)
 }
 
-fn entry(json: &str, metadata: &TableMetadata) -> Result<DataFile> {
-    let spec = metadata.default_partition_spec();
-    let schema = metadata.current_schema();
-    let partition_type = spec.partition_type(schema)?;
+fn entry(json: &str, layout: &FileLayout) -> Result<DataFile> {
+    let partition_type = layout.partition_type()?;
     Ok(deserialize_data_file_from_json(
         json,
-        spec.spec_id(),
+        layout.spec.spec_id(),
         &partition_type,
-        schema,
+        &layout.schema,
     )?)
 }
 
@@ -59,13 +53,13 @@ pub fn written_batch(written: Written, destination: &Destination) -> Result<Reco
     for file in written.files {
         targets.push(TABLE);
         rows.push(file.record_count());
-        entries.push(entry_json(file, &destination.metadata)?);
+        entries.push(entry_json(file, &destination.layout)?);
     }
-    if let Some((_, metadata)) = &destination.quarantine {
+    if let Some((_, layout)) = &destination.quarantine {
         for file in written.quarantine_files {
             targets.push(QUARANTINE);
             rows.push(file.record_count());
-            entries.push(entry_json(file, metadata)?);
+            entries.push(entry_json(file, layout)?);
         }
     }
     if !written.dropped.is_empty() {
@@ -101,10 +95,8 @@ pub fn read_written(
     for i in 0..batch.num_rows() {
         let json = entries.value(i);
         match (targets.value(i), &destination.quarantine) {
-            (TABLE, _) => written.files.push(entry(json, &destination.metadata)?),
-            (QUARANTINE, Some((_, metadata))) => {
-                written.quarantine_files.push(entry(json, metadata)?)
-            }
+            (TABLE, _) => written.files.push(entry(json, &destination.layout)?),
+            (QUARANTINE, Some((_, layout))) => written.quarantine_files.push(entry(json, layout)?),
             (DROPPED, _) => {
                 let counts: std::collections::BTreeMap<String, u64> = serde_json::from_str(json)
                     .map_err(|e| {
@@ -138,6 +130,8 @@ mod tests {
     use iceberg::TableCreation;
 
     use super::*;
+    use iceberg::spec::TableMetadata;
+
     use crate::catalog::LocalStorageFactory;
     use crate::write::TableWriter;
 
@@ -176,12 +170,12 @@ mod tests {
         let mut writer = TableWriter::new("ns.t", &metadata, file_io, 1 << 20, "test")
             .await
             .unwrap();
-        // Days 0..60 since 1970: January and February, two files.
+        // Days 0..59 since 1970: January (31 days) and February (28), two files.
         let batch = RecordBatch::try_new(
             writer.schema().clone(),
             vec![
-                Arc::new(Int64Array::from((0..60).collect::<Vec<i64>>())),
-                Arc::new(Date32Array::from((0..60).collect::<Vec<i32>>())),
+                Arc::new(Int64Array::from((0..59).collect::<Vec<i64>>())),
+                Arc::new(Date32Array::from((0..59).collect::<Vec<i32>>())),
             ],
         )
         .unwrap();
@@ -190,10 +184,14 @@ mod tests {
         assert_eq!(files.len(), 2);
         let destination = Destination {
             table: "ns.t".into(),
-            metadata,
+            layout: FileLayout::of(&metadata).unwrap(),
             quarantine: None,
             target_file_size: 1 << 20,
         };
+        // The layout sent to executors puts files where iceberg's generator would.
+        let data = dir.path().join("t").join("data").display().to_string();
+        assert_eq!(destination.layout.data_location, data);
+        assert!(files.iter().all(|f| f.file_path().starts_with(&data)));
         let dropped = BTreeMap::from([("positive".to_string(), 3u64)]);
         let sent = Written {
             files: files.clone(),
@@ -208,7 +206,7 @@ mod tests {
         assert_eq!(back.files, files);
         assert_eq!(back.dropped, dropped);
         let rows: u64 = back.files.iter().map(|f| f.record_count()).sum();
-        assert_eq!(rows, 60);
+        assert_eq!(rows, 59);
         // A quarantine entry for a table without a quarantine table is refused.
         let odd = RecordBatch::try_new(
             written_schema(),

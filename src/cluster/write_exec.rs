@@ -49,7 +49,7 @@ pub struct WriteExec {
 
 impl WriteExec {
     pub fn try_new(input: Arc<dyn ExecutionPlan>, write: Arc<ClusterWrite>) -> Result<WriteExec> {
-        let keys = match partition_keys(&write.destination.metadata) {
+        let keys = match partition_keys(&write.destination.layout) {
             Some(keys) if write.parallel => {
                 let schema = Arc::new(DFSchema::try_from(input.schema())?);
                 let props = ExecutionProps::new();

@@ -24,7 +24,7 @@ use crate::commit::TableTarget;
 use crate::engine::clean_message;
 use crate::error::{Error, Result};
 use crate::spec::TransformJob;
-use crate::write::{drain, partition_keys, Destination, Written};
+use crate::write::{drain, partition_keys, Destination, FileLayout, Written};
 
 /// Input rows from which a partitioned table's result is written by parallel writers
 /// (`PIPELINE_PARALLEL_WRITE_MIN_ROWS` overrides it).
@@ -55,7 +55,7 @@ fn parallel_keys(targets: &Targets<'_>, input_rows: u64) -> Option<Vec<Expr>> {
     if input_rows < parallel_write_min_rows() {
         return None;
     }
-    partition_keys(&targets.table.metadata)
+    partition_keys(&FileLayout::of(&targets.table.metadata).ok()?)
 }
 
 /// Runs `plan` and writes its rows into `targets`, counting them into `progress`.
@@ -69,10 +69,14 @@ pub async fn write_result(
 ) -> Result<Written> {
     let destination = Destination {
         table: job.table.to_string(),
-        metadata: targets.table.metadata.clone(),
-        quarantine: targets
-            .quarantine
-            .map(|q| (job.table.quarantine().to_string(), q.metadata.clone())),
+        layout: FileLayout::of(&targets.table.metadata)?,
+        quarantine: match targets.quarantine {
+            Some(q) => Some((
+                job.table.quarantine().to_string(),
+                FileLayout::of(&q.metadata)?,
+            )),
+            None => None,
+        },
         target_file_size: job.target_file_size,
     };
     let keys = parallel_keys(&targets, input_rows);

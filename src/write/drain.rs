@@ -9,11 +9,11 @@ use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::StreamExt;
 use iceberg::io::FileIO;
-use iceberg::spec::{DataFile, TableMetadata};
+use iceberg::spec::DataFile;
 use serde::{Deserialize, Serialize};
 
 use super::tagged::split_tagged;
-use super::TableWriter;
+use super::{FileLayout, TableWriter};
 use crate::error::{Error, Result};
 
 /// What writers wrote: the table's files, the quarantine table's, rows dropped per
@@ -41,10 +41,10 @@ impl Written {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Destination {
     pub table: String,
-    /// The staged metadata the files are written for (schema with field ids, partition spec,
-    /// location).
-    pub metadata: TableMetadata,
-    pub quarantine: Option<(String, TableMetadata)>,
+    /// How the staged table's files are laid out (schema with field ids, partition spec,
+    /// data folder).
+    pub layout: FileLayout,
+    pub quarantine: Option<(String, FileLayout)>,
     /// Files roll at this size.
     pub target_file_size: usize,
 }
@@ -63,18 +63,13 @@ pub async fn drain(
     query_error: impl Fn(DataFusionError) -> Error,
 ) -> Result<Written> {
     let d = destination;
-    let mut writer = TableWriter::new(
-        &d.table,
-        &d.metadata,
-        file_io.clone(),
-        d.target_file_size,
-        prefix,
-    )
-    .await?;
+    let size = d.target_file_size;
+    let mut writer =
+        TableWriter::with_layout(&d.table, &d.layout, file_io.clone(), size, prefix).await?;
     let mut quarantine = match &d.quarantine {
-        Some((table, metadata)) => Some(
-            TableWriter::new(table, metadata, file_io.clone(), d.target_file_size, prefix).await?,
-        ),
+        Some((table, layout)) => {
+            Some(TableWriter::with_layout(table, layout, file_io.clone(), size, prefix).await?)
+        }
         None => None,
     };
     let mut dropped = BTreeMap::new();

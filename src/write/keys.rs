@@ -5,16 +5,18 @@
 use datafusion::common::Column;
 use datafusion::functions::datetime::expr_fn::date_trunc;
 use datafusion::logical_expr::{lit, Expr};
-use iceberg::spec::{TableMetadata, Transform};
+use iceberg::spec::Transform;
 
-/// The hash keys of `metadata`'s default partition spec: a time transform as `date_trunc` of
+use super::FileLayout;
+
+/// The hash keys of `layout`'s partition spec: a time transform as `date_trunc` of
 /// its column (all rows of one month hash alike), any other field as its source column (rows
 /// of one value hash alike, so a bucket or truncation is never split more finely than by
 /// value). `None` for an unpartitioned table.
-pub fn partition_keys(metadata: &TableMetadata) -> Option<Vec<Expr>> {
-    let schema = metadata.current_schema();
-    let keys: Vec<Expr> = metadata
-        .default_partition_spec()
+pub fn partition_keys(layout: &FileLayout) -> Option<Vec<Expr>> {
+    let schema = &layout.schema;
+    let keys: Vec<Expr> = layout
+        .spec
         .fields()
         .iter()
         .filter_map(|field| {

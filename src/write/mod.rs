@@ -5,6 +5,7 @@
 
 mod drain;
 mod keys;
+mod layout;
 mod normalize;
 mod split;
 mod tagged;
@@ -31,6 +32,7 @@ use parquet::file::properties::WriterProperties;
 
 pub use drain::{drain, Destination, Written};
 pub use keys::partition_keys;
+pub use layout::FileLayout;
 pub use normalize::iceberg_compatible_schema;
 use split::PartitionSplitter;
 pub use tagged::split_tagged;
@@ -84,7 +86,19 @@ impl TableWriter {
         target_file_size: usize,
         prefix: &str,
     ) -> Result<TableWriter> {
-        let iceberg_schema = metadata.current_schema().clone();
+        let layout = FileLayout::of(metadata)?;
+        TableWriter::with_layout(table, &layout, file_io, target_file_size, prefix).await
+    }
+
+    /// A writer of files laid out as `layout` says (see [`TableWriter::new`]).
+    pub async fn with_layout(
+        table: &str,
+        layout: &FileLayout,
+        file_io: FileIO,
+        target_file_size: usize,
+        prefix: &str,
+    ) -> Result<TableWriter> {
+        let iceberg_schema = Arc::new(layout.schema.clone());
         let schema = Arc::new(schema_to_arrow_schema(&iceberg_schema)?);
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(
@@ -98,15 +112,15 @@ impl TableWriter {
             parquet,
             target_file_size,
             file_io,
-            DefaultLocationGenerator::new(metadata)?,
+            DefaultLocationGenerator::with_data_location(layout.data_location.clone()),
             DefaultFileNameGenerator::new(prefix.to_string(), None, DataFileFormat::Parquet),
         );
         let builder = DataFileWriterBuilder::new(rolling);
-        let spec = metadata.default_partition_spec();
+        let spec = &layout.spec;
         let inner = if spec.is_unpartitioned() {
             Inner::Unpartitioned(Box::new(builder.build(None).await?))
         } else {
-            let splitter = PartitionSplitter::new(iceberg_schema, spec.as_ref().clone())?;
+            let splitter = PartitionSplitter::new(iceberg_schema, spec.clone())?;
             Inner::Partitioned(Box::new((FanoutWriter::new(builder), splitter)))
         };
         Ok(TableWriter {

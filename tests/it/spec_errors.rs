@@ -168,3 +168,38 @@ fn a_pattern_matching_nothing_on_a_first_load_is_an_error() {
     );
     assert_eq!(p.json(&["tables"]), serde_json::json!([]));
 }
+
+#[test]
+fn engine_settings_are_checked_with_their_position() {
+    let cases = [
+        (
+            "[engine]\ntype = \"spark\"\n",
+            "error: pipelines/p.toml:11:8: unknown engine `spark`\n  hint: \"local\" (this machine, the default) or \"ballista\" (a DataFusion Ballista cluster)",
+        ),
+        (
+            "[engine]\ntype = \"ballista\"\n",
+            "error: pipelines/p.toml:11:8: a ballista engine needs the scheduler's url\n  hint: e.g. url = \"df://scheduler-host:50050\" (started with `pipeline scheduler`)",
+        ),
+        (
+            "[engine]\ntype = \"ballista\"\nurl = \"http://h:50050\"\n",
+            "error: pipelines/p.toml:12:7: `http://h:50050` is not an engine: say `local`, `ballista` or the scheduler's URL, df://host:50050",
+        ),
+        (
+            "[engine]\ntype = \"ballista\"\nurl = \"df://h:50050\"\npartitions = 0\n",
+            "error: pipelines/p.toml:13:14: partitions = 0 is out of range\n  hint: how many partitions (tasks) each query gets on the cluster, 1 to 10000; about the cluster's task slots, e.g. partitions = 16",
+        ),
+    ];
+    for (section, expected) in cases {
+        let p = project_with(&format!("{INGEST}\n{section}"), &[]);
+        assert_eq!(error_of(&p, "validate"), expected, "{section}");
+    }
+    // A valid cluster spec passes, and --engine names one on the command line.
+    let p = project_with(
+        &format!("{INGEST}\n[engine]\ntype = \"ballista\"\nurl = \"df://h:50050\"\n"),
+        &[],
+    );
+    p.json(&["validate", "p"]);
+    let (code, stderr) = p.fails(&["run", "p", "--engine", "spark"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("`spark` is not an engine"), "{stderr}");
+}
