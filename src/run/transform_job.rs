@@ -96,6 +96,7 @@ impl TransformRun<'_> {
         cluster: &BallistaEngine,
         inputs: &[(TableName, Table)],
         range: Option<&PartitionRange>,
+        input_rows: u64,
     ) -> Result<Option<SessionContext>> {
         let (ctx, job) = (self.ctx, self.job);
         let local = |why: String| {
@@ -113,7 +114,8 @@ impl TransformRun<'_> {
             ));
         }
         let name = format!("{} {} {}", ctx.pipeline, ctx.run_id, job.table);
-        let session = cluster_session(&cluster.url, &name, cluster.partitions).await?;
+        let partitions = cluster.partitions_for(input_rows);
+        let session = cluster_session(&cluster.url, &name, partitions).await?;
         for (input, table) in inputs {
             let filter = match (range, job.range_column(input)) {
                 (Some(range), Some(column)) => {
@@ -124,7 +126,7 @@ impl TransformRun<'_> {
                 }
                 _ => None,
             };
-            let provider = match cluster_table(table, filter.as_ref(), cluster.partitions).await? {
+            let provider = match cluster_table(table, filter.as_ref(), partitions).await? {
                 Ok(provider) => provider,
                 Err(why) => return local(format!("{input}: {why}")),
             };
@@ -198,7 +200,10 @@ impl TransformRun<'_> {
             };
             let rows_in = facts.input_rows;
             let cluster = match self.engine {
-                Engine::Ballista(cluster) => self.cluster_session(cluster, &inputs, range).await?,
+                Engine::Ballista(cluster) => {
+                    self.cluster_session(cluster, &inputs, range, rows_in)
+                        .await?
+                }
                 Engine::Local => None,
             };
             facts.on_cluster = cluster.is_some();

@@ -17,14 +17,27 @@ pub enum Engine {
 pub struct BallistaEngine {
     /// The scheduler, `df://host:port`.
     pub url: String,
-    /// Partitions of each query on the cluster: file groups of a scan, shuffle partitions,
-    /// parallel writers (each a task; tasks run on the executors' slots).
+    /// Most partitions of a query on the cluster: file groups of a scan, shuffle partitions,
+    /// parallel writers (each a task; tasks run on the executors' slots). A query gets one
+    /// per [`BallistaEngine::ROWS_PER_PARTITION`] input rows, up to this.
     pub partitions: usize,
 }
 
 impl BallistaEngine {
     /// Partitions when `[engine]` does not say (Ballista's own default).
     pub const DEFAULT_PARTITIONS: usize = 16;
+
+    /// Input rows a query gets one partition (task per stage) for: a task's fixed cost (its
+    /// plan sent, decoded and scheduled, its shuffle files) is paid per partition, so small
+    /// inputs get few.
+    pub const ROWS_PER_PARTITION: u64 = 1_000_000;
+
+    /// The partitions of a query reading `input_rows` rows: one per
+    /// [`Self::ROWS_PER_PARTITION`], at least one, at most [`Self::partitions`].
+    pub fn partitions_for(&self, input_rows: u64) -> usize {
+        let wanted = input_rows.div_ceil(Self::ROWS_PER_PARTITION).max(1);
+        usize::try_from(wanted).map_or(self.partitions, |w| w.min(self.partitions))
+    }
 }
 
 impl Engine {
@@ -83,6 +96,19 @@ pub fn scheduler_url(url: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_inputs_get_few_partitions() {
+        let b = BallistaEngine {
+            url: "df://h".into(),
+            partitions: 16,
+        };
+        assert_eq!(b.partitions_for(0), 1);
+        assert_eq!(b.partitions_for(100_000), 1);
+        assert_eq!(b.partitions_for(1_000_001), 2);
+        assert_eq!(b.partitions_for(5_000_000), 5);
+        assert_eq!(b.partitions_for(u64::MAX), 16);
+    }
 
     #[test]
     fn choices_on_the_command_line() {
