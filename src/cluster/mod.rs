@@ -12,6 +12,7 @@
 
 mod codec;
 mod files;
+mod planner;
 mod process;
 mod scan;
 mod session;

@@ -13,7 +13,8 @@ use futures::StreamExt;
 
 use super::codec::{LogicalCodec, PhysicalCodec};
 use super::files::read_written;
-use super::write_node::{ClusterPlanner, ClusterWrite, WriteNode};
+use super::planner::ClusterPlanner;
+use super::write_node::{ClusterWrite, WriteNode};
 use crate::engine::{clean_message, runtime_env, StreamingRowNumber};
 use crate::error::{Error, Result};
 use crate::write::Written;

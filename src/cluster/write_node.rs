@@ -1,25 +1,18 @@
 //! The write of a transform's result as a node of its query plan, so that a cluster plans it
 //! with the query: [`WriteNode`] is the logical node the driver sends (with the query below
-//! it), [`ClusterPlanner`] turns it into the executors' [`WriteExec`] on the scheduler.
+//! it); the scheduler's planner (`planner.rs`) turns it into the executors' `WriteExec`.
 
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use datafusion::common::{DFSchema, DFSchemaRef};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::context::{QueryPlanner, SessionState};
-use datafusion::logical_expr::{
-    Expr, LogicalPlan, UserDefinedLogicalNode, UserDefinedLogicalNodeCore,
-};
-use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_planner::{DefaultPhysicalPlanner, ExtensionPlanner, PhysicalPlanner};
+use datafusion::logical_expr::{Expr, LogicalPlan, UserDefinedLogicalNodeCore};
 use serde::{Deserialize, Serialize};
 
 use super::files::written_schema;
-use super::write_exec::WriteExec;
 use crate::write::Destination;
 
 /// One transform result's write on a cluster: where it goes, the file name prefix (unique per
@@ -130,49 +123,5 @@ impl UserDefinedLogicalNodeCore for WriteNode {
             input,
             ..self.clone()
         })
-    }
-}
-
-/// Plans a [`WriteNode`] as a [`WriteExec`].
-#[derive(Debug, Default)]
-struct WritePlanner;
-
-#[async_trait]
-impl ExtensionPlanner for WritePlanner {
-    async fn plan_extension(
-        &self,
-        _planner: &dyn PhysicalPlanner,
-        node: &dyn UserDefinedLogicalNode,
-        _logical_inputs: &[&LogicalPlan],
-        physical_inputs: &[Arc<dyn ExecutionPlan>],
-        _session_state: &SessionState,
-    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-        let Some(node) = node.as_any().downcast_ref::<WriteNode>() else {
-            return Ok(None);
-        };
-        let input = physical_inputs
-            .first()
-            .ok_or_else(|| DataFusionError::Internal("PipelineWrite has one input".into()))?;
-        Ok(Some(Arc::new(WriteExec::try_new(
-            input.clone(),
-            node.write.clone(),
-        )?)))
-    }
-}
-
-/// The scheduler's query planner: DataFusion's, knowing [`WriteNode`].
-#[derive(Debug, Default)]
-pub struct ClusterPlanner;
-
-#[async_trait]
-impl QueryPlanner for ClusterPlanner {
-    async fn create_physical_plan(
-        &self,
-        logical_plan: &LogicalPlan,
-        session_state: &SessionState,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(WritePlanner)])
-            .create_physical_plan(logical_plan, session_state)
-            .await
     }
 }
