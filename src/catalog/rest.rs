@@ -31,9 +31,9 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
         catalog: identity.clone(),
         message,
     };
-    let sdk = storage::sdk_config(&identity, &config.storage, None).await?;
-    // Storage credentials are optional here: the server may vend them with each table.
-    let mut props = storage::file_io_props(&identity, &config.storage, &sdk, false).await?;
+    // Storage credentials are optional here: the server may vend them with each table, and
+    // the tables may not be on S3 at all (no AWS credential chain is walked for them).
+    let mut props = storage::rest_file_io_props(&identity, &config.storage).await?;
     let file_props = props.clone();
     props.insert(REST_CATALOG_PROP_URI.to_string(), config.uri.clone());
     if let Some(w) = &config.warehouse {

@@ -4,6 +4,13 @@
 //! Credentials are resolved once, by the AWS SDK's standard chain (environment, shared
 //! profile, SSO, instance or container role), or taken from the environment variables the spec
 //! names. They are handed to the S3 client as properties and never logged or printed.
+//!
+//! The chain is walked only where AWS is certain to be needed: for S3 Tables, and for a REST
+//! catalog whose spec names an AWS profile ([`rest_file_io_props`]). A REST catalog on file
+//! storage, or one that vends credentials with its tables, never touches it (the chain probes
+//! the instance metadata service, which off AWS costs seconds and prints warnings); S3 files
+//! of a REST catalog that vends nothing are signed with the environment's credentials when
+//! they are first read.
 
 use std::collections::HashMap;
 
@@ -85,20 +92,73 @@ pub async fn file_io_props(
             })
         }
     };
-    props.insert(
-        S3_ACCESS_KEY_ID.to_string(),
-        credentials.access_key_id().to_string(),
+    insert_credentials(
+        &mut props,
+        credentials.access_key_id(),
+        credentials.secret_access_key(),
+        credentials.session_token(),
     );
-    crate::secrets::register(credentials.secret_access_key());
-    if let Some(token) = credentials.session_token() {
-        crate::secrets::register(token);
+    Ok(props)
+}
+
+/// `FileIO` properties for the S3 storage a REST catalog's tables may live on, without the
+/// AWS SDK's default chain: endpoint, region (the spec's, or `AWS_REGION` /
+/// `AWS_DEFAULT_REGION`), path style, and the static credentials the spec names. Only a spec
+/// naming an AWS `profile` has the SDK resolve it. Without credentials, S3 files are signed
+/// when first read, by the table's vended credentials or the environment's.
+pub async fn rest_file_io_props(
+    catalog: &str,
+    storage: &S3Storage,
+) -> Result<HashMap<String, String>> {
+    if storage.profile.is_some() {
+        let sdk = sdk_config(catalog, storage, None).await?;
+        return file_io_props(catalog, storage, &sdk, false).await;
     }
-    props.insert(
-        S3_SECRET_ACCESS_KEY.to_string(),
-        credentials.secret_access_key().to_string(),
-    );
-    if let Some(token) = credentials.session_token() {
-        props.insert(S3_SESSION_TOKEN.to_string(), token.to_string());
+    let mut props = HashMap::new();
+    if let Some(endpoint) = &storage.endpoint {
+        props.insert(S3_ENDPOINT.to_string(), endpoint.clone());
+    }
+    let region = storage.region.clone().or_else(|| {
+        ["AWS_REGION", "AWS_DEFAULT_REGION"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok().filter(|r| !r.trim().is_empty()))
+    });
+    if let Some(region) = region {
+        props.insert(S3_REGION.to_string(), region);
+    }
+    if storage.path_style_access {
+        props.insert(S3_PATH_STYLE_ACCESS.to_string(), "true".to_string());
+    }
+    let named = storage.credentials().map_err(|message| Error::Catalog {
+        catalog: catalog.to_string(),
+        message,
+    })?;
+    if let Some(c) = named {
+        insert_credentials(
+            &mut props,
+            &c.access_key_id,
+            &c.secret_access_key,
+            c.session_token.as_deref(),
+        );
     }
     Ok(props)
+}
+
+/// Puts credentials into `props`, registering the secret parts for redaction first.
+fn insert_credentials(
+    props: &mut HashMap<String, String>,
+    access_key_id: &str,
+    secret_access_key: &str,
+    session_token: Option<&str>,
+) {
+    crate::secrets::register(secret_access_key);
+    props.insert(S3_ACCESS_KEY_ID.to_string(), access_key_id.to_string());
+    props.insert(
+        S3_SECRET_ACCESS_KEY.to_string(),
+        secret_access_key.to_string(),
+    );
+    if let Some(token) = session_token {
+        crate::secrets::register(token);
+        props.insert(S3_SESSION_TOKEN.to_string(), token.to_string());
+    }
 }

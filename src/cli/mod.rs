@@ -8,6 +8,7 @@
 pub mod args;
 pub mod cluster;
 pub mod command;
+pub mod logging;
 pub mod maintain;
 pub mod print;
 pub mod print_runs;
@@ -19,7 +20,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::output::escape_message;
-use crate::secrets::{redact, RedactedStderr};
+use crate::secrets::redact;
 
 /// Stack of each async worker thread.
 const WORKER_STACK_BYTES: usize = 16 * 1024 * 1024;
@@ -31,20 +32,7 @@ pub fn main() -> ExitCode {
     if !talks_to_peers(&cli.command) {
         restore_sigpipe();
     }
-    let filter = match cli.verbose {
-        // MCP calls are logged at every verbosity.
-        0 => "warn,pipeline::mcp=info",
-        1 => "info,datafusion=warn,iceberg=warn",
-        _ => "debug",
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("PIPELINE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
-        )
-        .with_writer(|| RedactedStderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    logging::init(cli.verbose);
     // Plans are walked recursively (DataFusion's planner, protobuf encoding of a plan sent
     // to a cluster, and decoding it there): tokio's 2 MiB worker stacks overflow on the
     // retail transforms' plans in a debug build.

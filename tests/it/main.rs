@@ -27,6 +27,7 @@ mod maintenance;
 mod many_appends;
 mod mcp;
 mod orphans;
+mod outside_aws;
 mod parallel_writes;
 mod parquet_scan;
 mod partitioning;

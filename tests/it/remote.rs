@@ -104,18 +104,38 @@ impl Rustberg {
     /// With `api_key`, the server requires it (as `Authorization: Bearer KEY`) on every
     /// catalog request.
     pub fn start_with(api_key: Option<&str>) -> Rustberg {
+        Rustberg::launch(api_key, false)
+    }
+
+    /// A server without authentication whose warehouse is a local folder: nothing of AWS
+    /// anywhere (as a Polaris, Nessie or Lakekeeper user on a file system would have it).
+    pub fn start_on_files() -> Rustberg {
+        Rustberg::launch(None, true)
+    }
+
+    fn launch(api_key: Option<&str>, on_files: bool) -> Rustberg {
         let binary = required_env("PIPELINE_TEST_RUSTBERG", "the rustberg REST catalog binary");
         let dir = tempfile::tempdir().unwrap();
-        let warehouse = format!("s3://{}/wh", s3_bucket());
+        let (warehouse, storage) = if on_files {
+            let folder = dir.path().join("wh");
+            std::fs::create_dir_all(&folder).unwrap();
+            (format!("file://{}", folder.display()), String::new())
+        } else {
+            (
+                format!("s3://{}/wh", s3_bucket()),
+                format!(
+                    "[storage.properties]\n\"s3.endpoint\" = \"{}\"\n\"s3.path-style-access\" = \"true\"\n\
+                     \"s3.region\" = \"{REGION}\"\n\"s3.access-key-id\" = \"{KEY}\"\n\
+                     \"s3.secret-access-key\" = \"{SECRET}\"\n\n",
+                    moto()
+                ),
+            )
+        };
         let config = dir.path().join("rustberg.toml");
         std::fs::write(
             &config,
             format!(
-                "[storage.properties]\n\"s3.endpoint\" = \"{}\"\n\"s3.path-style-access\" = \"true\"\n\
-                 \"s3.region\" = \"{REGION}\"\n\"s3.access-key-id\" = \"{KEY}\"\n\
-                 \"s3.secret-access-key\" = \"{SECRET}\"\n\n[rate_limit]\nenabled = false\n\n\
-                 [audit]\nsink = \"none\"\n{}",
-                moto(),
+                "{storage}[rate_limit]\nenabled = false\n\n[audit]\nsink = \"none\"\n{}",
                 if api_key.is_some() {
                     "\n[[server.auth.api_keys]]\nname = \"ci-admin\"\ntenant = \"default\"\n\
                      roles = [\"admin\"]\nkey_env = \"RUSTBERG_TEST_KEY\"\n"
@@ -217,6 +237,20 @@ impl Project {
     /// without multi-table commits.
     pub fn on_rest(self, server: &Rustberg, transactions: bool) -> Project {
         self.on_rest_with(server, &format!("transactions = {transactions}\n"))
+    }
+
+    /// Every command of this project now runs on `server`, a REST catalog on local files: the
+    /// spec has no storage settings and the environment no AWS credentials.
+    pub fn on_rest_files(mut self, server: &Rustberg) -> Project {
+        add_catalog(
+            &self,
+            &format!(
+                "\n[catalogs.remote]\ntype = \"rest\"\nuri = \"{}\"\n",
+                server.uri
+            ),
+        );
+        self.catalog = Some("remote".into());
+        self
     }
 
     /// Like [`Project::on_rest`], with more settings in the catalog section.

@@ -148,9 +148,10 @@ fn every_record_says_who_ran_it_where_why_and_the_exact_command_that_undoes_it()
     let run = p.json(&["run", "retail", "--reason", "nightly load, ticket OPS-12"]);
     let run_id = run["run_id"].as_str().unwrap();
     let info = p.json(&["run-info", run_id]);
-    let user = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "unknown".into());
+    // The system's name for this uid (`$USER` may be unset, as here and under cron).
+    let user = std::process::Command::new("id").arg("-un").output().unwrap();
+    let user = String::from_utf8_lossy(&user.stdout).trim().to_string();
+    assert!(!user.is_empty());
     assert_eq!(info["user"], user.as_str());
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .unwrap()
