@@ -149,7 +149,10 @@ fn every_record_says_who_ran_it_where_why_and_the_exact_command_that_undoes_it()
     let run_id = run["run_id"].as_str().unwrap();
     let info = p.json(&["run-info", run_id]);
     // The system's name for this uid (`$USER` may be unset, as here and under cron).
-    let user = std::process::Command::new("id").arg("-un").output().unwrap();
+    let user = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
     let user = String::from_utf8_lossy(&user.stdout).trim().to_string();
     assert!(!user.is_empty());
     assert_eq!(info["user"], user.as_str());
