@@ -102,6 +102,14 @@ pub async fn write_on_cluster(
                     clean_message(&e)
                 )))
             }
+            Err(Error::DataFusion(e)) => {
+                return Err(match cluster_gone(&e) {
+                    Some(what) => Error::Failed(format!(
+                        "{table}: {what}; nothing was published (--engine local runs the transforms here)"
+                    )),
+                    None => Error::DataFusion(e),
+                })
+            }
             Err(e) => return Err(e),
         }
     }
@@ -112,6 +120,28 @@ pub async fn write_on_cluster(
 fn lost_executor(e: &datafusion::error::DataFusionError) -> bool {
     let text = e.to_string();
     text.contains("FetchFailed") || text.contains("Error connecting to Ballista")
+}
+
+/// What went wrong, in words, when a job failed because the cluster itself could not be
+/// reached (nothing listens at the scheduler's address) or its connection broke (the
+/// scheduler stopped); read from the transport error Ballista passes on.
+fn cluster_gone(e: &datafusion::error::DataFusionError) -> Option<String> {
+    let text = e.to_string();
+    if let Some(after) = text.split("tcp connect error\", ").nth(1) {
+        let address = after.split([',', ')', ' ']).next().unwrap_or("").trim();
+        return Some(format!(
+            "the cluster cannot be reached at {address} (is `pipeline scheduler` running there?)"
+        ));
+    }
+    let broke = [
+        "h2 protocol error",
+        "error reading a body from connection",
+        "broken pipe",
+    ];
+    broke.iter().any(|b| text.contains(b)).then(|| {
+        "the connection to the Ballista scheduler broke while the job ran (did the scheduler stop?)"
+            .to_string()
+    })
 }
 
 async fn write_once(
@@ -140,4 +170,35 @@ async fn write_once(
         )?;
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::error::DataFusionError;
+
+    use super::*;
+
+    #[test]
+    fn a_cluster_that_is_gone_is_said_in_words() {
+        let refused = DataFusionError::Execution(
+            "tonic::transport::Error(Transport, ConnectError(ConnectError(\"tcp connect error\", 127.0.0.1:1, Os { code: 111 })))".into(),
+        );
+        assert_eq!(
+            cluster_gone(&refused).unwrap(),
+            "the cluster cannot be reached at 127.0.0.1:1 (is `pipeline scheduler` running there?)"
+        );
+        let broken = DataFusionError::Execution(
+            "code: 'Unknown error', message: \"h2 protocol error: error reading a body from connection\"".into(),
+        );
+        assert!(cluster_gone(&broken)
+            .unwrap()
+            .contains("did the scheduler stop?"));
+        let other = DataFusionError::Execution("Divide by zero error".into());
+        assert_eq!(cluster_gone(&other), None);
+        let fetch = DataFusionError::Execution(
+            "FetchFailed(\"e1\", 1, 9, \"Error connecting to Ballista scheduler or executor at http://127.0.0.1:45765\")".into(),
+        );
+        assert!(lost_executor(&fetch));
+        assert!(!lost_executor(&other));
+    }
 }

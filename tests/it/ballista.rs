@@ -339,7 +339,10 @@ fn a_scheduler_killed_during_a_transform_fails_the_run_and_publishes_nothing() {
     let out = run.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("error:"), "{stderr}");
+    assert!(
+        stderr.contains("error: silver.") && stderr.contains("nothing was published"),
+        "{stderr}"
+    );
     // Nothing of the run is published: no run record, no snapshot of any table.
     assert_eq!(p.json(&["runs"]).as_array().unwrap().len(), 0);
     for table in p.tables() {
