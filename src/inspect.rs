@@ -5,16 +5,16 @@ use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use datafusion::execution::context::SQLOptions;
 use datafusion::execution::SendableRecordBatchStream;
-use datafusion::sql::parser::Statement as DFStatement;
 use futures::TryStreamExt;
 use serde::Serialize;
 
 use crate::catalog::PipelineCatalog;
 use crate::commit::summary::{self, number, total_records};
 use crate::commit::{manifest_list, partition_label};
-use crate::engine::{clean_message, new_session, register_table, table_provider, CountedTable};
+use crate::engine::{
+    admit, new_session, plan, register_table, table_provider, CountedTable, Entry, Refusal,
+};
 use crate::error::{Error, Result};
 use crate::spec::TableName;
 
@@ -222,39 +222,21 @@ pub async fn query(
 }
 
 /// [`query`] as a stream of record batches, for callers that stop early (a row cap). The
-/// statement must be one SELECT (or `EXPLAIN` of one); its plan is verified to hold no DDL,
-/// DML or other statement (DataFusion's `SQLOptions`), and only the catalog tables it names
-/// are registered: no file or URL tables.
+/// statement passes the SQL gate (`engine::admit`, `Entry::Query`): one SELECT (or `EXPLAIN`
+/// of one), nested within the limits, its plan verified to hold no DDL, DML or other
+/// statement; only the catalog tables it names are registered: no file or URL tables.
 pub async fn query_stream(
     catalog: &PipelineCatalog,
     sql: &str,
     as_of: Option<i64>,
 ) -> Result<(SchemaRef, SendableRecordBatchStream)> {
     let usage = |m: String| Error::Usage(m);
-    let mut statements = datafusion::sql::parser::DFParser::parse_sql(sql)
-        .map_err(|e| usage(format!("query: {}", clean_message(&e))))?;
-    let statement = match (statements.pop_front(), statements.is_empty()) {
-        (Some(s), true) if is_query(&s) => s,
-        _ => {
-            return Err(usage(
-                "query: pass exactly one SELECT statement (or EXPLAIN [ANALYZE] SELECT ...)".into(),
-            ))
-        }
-    };
+    let refused = |r: Refusal| usage(format!("query: {}", r.with_line()));
+    let admitted = admit(sql, Entry::Query).map_err(refused)?;
     let session = new_session();
-    let references = session.state().resolve_table_references(&statement)?;
     let mut matched_as_of = false;
-    for r in references {
-        let name = match (&r, r.schema()) {
-            (_, Some(schema)) => TableName::parse(&format!("{schema}.{}", r.table())),
-            _ => None,
-        }
-        .ok_or_else(|| {
-            usage(format!(
-                "query: write tables as namespace.table (got `{r}`); `pipeline tables` lists them"
-            ))
-        })?;
-        let table = named(catalog, &name).await?;
+    for name in admitted.tables() {
+        let table = named(catalog, name).await?;
         let snapshot = match as_of {
             Some(id) => table.metadata().snapshot_by_id(id).cloned(),
             None => None,
@@ -264,40 +246,19 @@ pub async fn query_stream(
         matched_as_of |= snapshot_id.is_some();
         let provider = table_provider(table, snapshot_id)
             .await
-            .map_err(|e| Error::table(&name, "cannot read table", e))?;
-        register_table(&session, &name, Arc::new(CountedTable::new(provider, rows)))?;
+            .map_err(|e| Error::table(name, "cannot read table", e))?;
+        register_table(&session, name, Arc::new(CountedTable::new(provider, rows)))?;
     }
     if let (Some(id), false) = (as_of, matched_as_of) {
         return Err(usage(format!(
             "--as-of {id}: no table in the query has that snapshot; `pipeline history <table>` lists snapshot ids"
         )));
     }
-    let plan = session
-        .state()
-        .statement_to_plan(statement)
-        .await
-        .map_err(|e| usage(format!("query: {}", clean_message(&e))))?;
-    SQLOptions::new()
-        .with_allow_ddl(false)
-        .with_allow_dml(false)
-        .with_allow_statements(false)
-        .verify_plan(&plan)
-        .map_err(|e| usage(format!("query: read-only: {}", clean_message(&e))))?;
+    let plan = plan(&session.state(), admitted).await.map_err(refused)?;
     let df = session.execute_logical_plan(plan).await?;
     let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
     let stream = df.execute_stream().await?;
     Ok((schema, stream))
-}
-
-/// A SELECT, or `EXPLAIN [ANALYZE]` of one (to see a query's plan and where its time goes).
-fn is_query(statement: &DFStatement) -> bool {
-    match statement {
-        DFStatement::Statement(s) => {
-            matches!(**s, datafusion::sql::sqlparser::ast::Statement::Query(_))
-        }
-        DFStatement::Explain(e) => is_query(&e.statement),
-        _ => false,
-    }
 }
 
 /// One live data file in `pipeline files`.

@@ -19,11 +19,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use crate::engine::WORKER_STACK_BYTES;
 use crate::output::escape_message;
 use crate::secrets::redact;
-
-/// Stack of each async worker thread.
-const WORKER_STACK_BYTES: usize = 16 * 1024 * 1024;
 
 /// Parses the command line, runs the command on a multi-thread runtime, and turns its outcome
 /// into an exit code (errors on stderr, secrets redacted).
@@ -33,9 +31,6 @@ pub fn main() -> ExitCode {
         restore_sigpipe();
     }
     logging::init(cli.verbose);
-    // Plans are walked recursively (DataFusion's planner, protobuf encoding of a plan sent
-    // to a cluster, and decoding it there): tokio's 2 MiB worker stacks overflow on the
-    // retail transforms' plans in a debug build.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_stack_size(WORKER_STACK_BYTES)

@@ -20,9 +20,8 @@ use crate::error::{Error, Result};
 use crate::inspect::{self, SnapshotInfo, TableInfo};
 use crate::lineage::{pipeline_lineage, PipelineLineage};
 use crate::plan::{validate, JobId};
-use datafusion::sql::parser::DFParser;
 
-use crate::engine::new_session;
+use crate::engine::{admit, Entry};
 use crate::spec::{ColumnRef, Pipeline, Reader, ReaderUses, TableName};
 
 /// Runs shown on the runs page (the newest): a year of nightly runs stays one page.
@@ -97,20 +96,14 @@ impl Site {
     }
 }
 
-/// The `namespace.table`s one SQL statement references (none when it does not parse).
+/// The `namespace.table`s a reader's SQL references (none when the SQL gate refuses it).
 fn tables_in(sql: &str) -> Vec<TableName> {
-    let Ok(mut statements) = DFParser::parse_sql(sql) else {
-        return Vec::new();
-    };
-    let Some(statement) = statements.pop_front() else {
-        return Vec::new();
-    };
-    new_session()
-        .state()
-        .resolve_table_references(&statement)
-        .map(|refs| {
-            refs.iter()
-                .filter_map(|r| TableName::parse(&r.to_string().to_lowercase()))
+    admit(sql, Entry::Reader)
+        .map(|admitted| {
+            admitted
+                .tables()
+                .iter()
+                .filter_map(|t| TableName::parse(&t.to_string().to_lowercase()))
                 .collect()
         })
         .unwrap_or_default()

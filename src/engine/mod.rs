@@ -4,17 +4,22 @@
 //! Queries on a Ballista cluster get their sessions from `crate::cluster`, which builds on
 //! this module's rule and its checks of what a plain Parquet scan reads correctly.
 
+mod gate;
 mod message;
 mod parquet_scan;
 mod row_count;
 mod session;
 mod window_rule;
 
+pub use gate::{
+    admit, admit_expression, expression, plan, plan_expression, query, Admitted, Entry, Refusal,
+    MAX_NESTING, MAX_SQL_BYTES,
+};
 pub use message::clean_message;
 pub use parquet_scan::{local_url, native_path, read_by_name_refusal, table_provider};
 pub use row_count::CountedTable;
 pub use session::{
     new_session, register_table, return_freed_memory, runtime_env, session_over,
-    DEFAULT_MEMORY_LIMIT_MB,
+    DEFAULT_MEMORY_LIMIT_MB, WORKER_STACK_BYTES,
 };
 pub use window_rule::{SortedRowNumberExec, StreamingRowNumber};

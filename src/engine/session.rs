@@ -14,6 +14,12 @@ use super::window_rule::StreamingRowNumber;
 use crate::error::{Error, Result};
 use crate::spec::TableName;
 
+/// The stack of every thread that plans or runs queries (the runtime's workers, the MCP query
+/// runtime's): plans are walked recursively (DataFusion's planner, protobuf encoding of a plan
+/// sent to a cluster, and decoding it there), and tokio's 2 MiB default overflows on the retail
+/// transforms' plans in a debug build. The SQL gate keeps nesting within what this holds.
+pub const WORKER_STACK_BYTES: usize = 16 * 1024 * 1024;
+
 /// Default memory budget of query execution, shared by all transforms of a process.
 pub const DEFAULT_MEMORY_LIMIT_MB: usize = 1024;
 

@@ -8,6 +8,7 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use crate::catalog::PipelineCatalog;
+use crate::engine::WORKER_STACK_BYTES;
 use crate::error::{Error, Result};
 use crate::inspect::query_stream;
 use crate::output::batches_to_json;
@@ -54,9 +55,11 @@ pub async fn capped_query(
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("mcp-query".into())
+        .stack_size(WORKER_STACK_BYTES)
         .spawn(move || {
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
+                .thread_stack_size(WORKER_STACK_BYTES)
                 .build()
             {
                 Ok(r) => r,

@@ -13,7 +13,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
-use datafusion::sql::parser::DFParser;
 use iceberg::arrow::schema_to_arrow_schema;
 use iceberg::spec::TableMetadata;
 use serde::Serialize;
@@ -21,7 +20,7 @@ use serde::Serialize;
 use super::graph::{job_graph, JobId};
 use crate::catalog::PipelineCatalog;
 use crate::commit::{schema_of, type_change, DesiredColumn, TypeChange};
-use crate::engine::{clean_message, new_session, session_over};
+use crate::engine::{admit, plan, session_over, Entry};
 use crate::error::{Error, Result};
 use crate::ingest::{output_tables, with_added_columns};
 use crate::lineage::{
@@ -496,28 +495,11 @@ async fn plan_reader(
     sql: &str,
     schemas: &HashMap<TableName, SchemaRef>,
 ) -> std::result::Result<QueryLineage, String> {
-    let mut statements = DFParser::parse_sql(sql).map_err(|e| clean_message(&e))?;
-    if statements.len() != 1 {
-        return Err(format!(
-            "expected one SELECT, found {} statements",
-            statements.len()
-        ));
-    }
-    let statement = statements.pop_front().expect("one statement");
-    let session = new_session();
-    let tables: Vec<TableName> = session
-        .state()
-        .resolve_table_references(&statement)
-        .map_err(|e| clean_message(&e))?
-        .iter()
-        .filter_map(|r| TableName::parse(&r.to_string()))
-        .collect();
-    let session = session_over(schemas, &tables).map_err(|e| e.to_string())?;
-    let logical = session
-        .state()
-        .statement_to_plan(statement)
+    let admitted = admit(sql, Entry::Reader).map_err(|r| r.with_line())?;
+    let session = session_over(schemas, admitted.tables()).map_err(|e| e.to_string())?;
+    let logical = plan(&session.state(), admitted)
         .await
-        .map_err(|e| clean_message(&e))?;
+        .map_err(|r| r.with_line())?;
     Ok(query_lineage(&logical))
 }
 

@@ -15,11 +15,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{visit_expressions, visit_expressions_mut, Expr, Ident};
-use datafusion::sql::sqlparser::dialect::GenericDialect;
-use datafusion::sql::sqlparser::parser::Parser;
 
 use super::graph::JobId;
 use super::validate::Validated;
+use crate::engine::admit_expression;
 use crate::error::{Error, Result};
 use crate::spec::{Pipeline, TableName};
 
@@ -34,10 +33,9 @@ pub struct SubjectTable {
 }
 
 fn parse(condition: &str) -> Result<Expr> {
-    Parser::new(&GenericDialect {})
-        .try_with_sql(condition)
-        .and_then(|mut p| p.parse_expr())
-        .map_err(|e| Error::Usage(format!("--where {condition}: not a SQL condition: {e}")))
+    admit_expression(condition)
+        .map(|e| e.expr)
+        .map_err(|r| Error::Usage(format!("--where {condition}: not a SQL condition: {r}")))
 }
 
 /// The column names a condition uses (unqualified), in order of first use.

@@ -15,6 +15,7 @@ use crate::engine::session_over;
 use crate::error::{Error, Result};
 use crate::ingest::{output_tables, with_added_columns};
 use crate::lineage::{query_lineage, QueryLineage};
+use crate::quality::check_expectations;
 use crate::spec::{IngestJob, Pipeline, TableName, DROP_QUARANTINE_COLUMNS};
 use crate::transform::{
     logical_plan, output_columns, tag_violations, transform_quarantine_columns,
@@ -191,6 +192,7 @@ pub async fn validate(pipeline: &Pipeline) -> Result<Validated> {
         }
         schemas.insert(job.table.clone(), Arc::new(schema));
     }
+    check_expectations(&pipeline.expectations, &schemas).await?;
     Ok(Validated {
         graph,
         catalog,

@@ -8,17 +8,18 @@ use datafusion::prelude::{col, lit};
 use futures::StreamExt;
 
 use super::anomaly;
+use super::check_sql::{count_sql, rule_of, violations_sql, written_sql};
 use super::history::AuditHistory;
 use super::query::{scalar, scalar_rows};
 use crate::catalog::{PipelineCatalog, QualityResult};
 use crate::commit::summary::total_records;
 use crate::commit::StagedTable;
 use crate::commit::WriteMode;
-use crate::engine::{new_session, register_table, table_provider, CountedTable};
+use crate::engine::{new_session, query, register_table, table_provider, CountedTable, Entry};
 use crate::error::{Error, Result};
 use crate::lineage::PipelineLineage;
 use crate::output::batches_to_rows;
-use crate::spec::{quote_ident, violation_predicate, Check, ExpectAction, Expectation, TableName};
+use crate::spec::{quote_ident, Check, ExpectAction, Expectation, TableName};
 use crate::transform::range_predicate;
 
 /// Violating rows shown per failed expectation.
@@ -37,133 +38,6 @@ pub struct AuditContext<'a> {
     pub lineage: &'a PipelineLineage,
     /// The pipeline's bronze tables (they carry `_source_file` and `_run_id`).
     pub bronze: &'a BTreeSet<TableName>,
-}
-
-/// The SELECT of the rows of `from` that break a row-level check. `relationships` is a
-/// `NOT EXISTS` (both sides without NULLs, so the rows `NOT IN` selects): a plain anti join,
-/// which the planner builds on the smaller side, where `NOT IN`'s null-aware join builds on
-/// the checked table, however large.
-fn row_violations_sql(check: &Check, from: &TableName) -> Option<String> {
-    let f = from.quoted();
-    if let Check::Relationships {
-        column,
-        to_table,
-        to_column,
-    } = check
-    {
-        return Some(format!(
-            "SELECT t.* FROM {f} t WHERE t.{0} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {1} r WHERE r.{2} = t.{0})",
-            quote_ident(column),
-            to_table.quoted(),
-            quote_ident(to_column)
-        ));
-    }
-    violation_predicate(check).map(|predicate| format!("SELECT * FROM {f} WHERE {predicate}"))
-}
-
-/// The SELECT of violating rows, or `None` for checks that look at the table as a whole.
-fn violations_sql(e: &Expectation) -> Option<String> {
-    let t = e.table.quoted();
-    if let Some(sql) = row_violations_sql(&e.check, &e.table) {
-        return Some(sql);
-    }
-    Some(match &e.check {
-        Check::Unique { columns } => {
-            let cols: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
-            let on: Vec<String> = columns
-                .iter()
-                .map(|c| format!("t.{0} = d.{0}", quote_ident(c)))
-                .collect();
-            format!(
-                "SELECT t.* FROM {t} t JOIN (SELECT {0} FROM {t} GROUP BY {0} HAVING count(*) > 1) d ON {1}",
-                cols.join(", "),
-                on.join(" AND ")
-            )
-        }
-        Check::Sql { sql } => sql.trim().trim_end_matches(';').to_string(),
-        _ => return None,
-    })
-}
-
-/// A cheaper query counting the violating rows, where the listing query is costly.
-fn count_sql(e: &Expectation) -> Option<String> {
-    match &e.check {
-        Check::Unique { columns } => {
-            let cols: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
-            Some(format!(
-                "SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM (SELECT count(*) AS n FROM {} GROUP BY {} HAVING count(*) > 1)",
-                e.table.quoted(),
-                cols.join(", ")
-            ))
-        }
-        _ => None,
-    }
-}
-
-/// Groups of rows sharing a key of `columns` that are duplicated and include a row of
-/// `written` (the rows this run wrote, as a view of `table`), one row (`select`) per group:
-/// a semi-join, so only the written keys are grouped, not the whole table.
-fn written_duplicates(
-    select: &str,
-    columns: &[String],
-    table: &TableName,
-    written: &TableName,
-) -> String {
-    let keys: Vec<String> = columns
-        .iter()
-        .map(|c| format!("t.{}", quote_ident(c)))
-        .collect();
-    let matched: Vec<String> = columns
-        .iter()
-        .map(|c| format!("w.{0} IS NOT DISTINCT FROM t.{0}", quote_ident(c)))
-        .collect();
-    format!(
-        "SELECT {select} FROM {t} t WHERE EXISTS (SELECT 1 FROM {w} w WHERE {matched}) GROUP BY {keys} HAVING count(*) > 1",
-        t = table.quoted(),
-        w = written.quoted(),
-        matched = matched.join(" AND "),
-        keys = keys.join(", "),
-    )
-}
-
-/// [`violations_sql`] and [`count_sql`] for the rows this run wrote (`written`, a view of the
-/// table), for a check the published rows already passed: a row-level check looks at the
-/// written rows only; `unique` at the keys they hold, wherever else those keys are.
-fn written_sql(e: &Expectation, written: &TableName) -> (Option<String>, Option<String>) {
-    if let Some(sql) = row_violations_sql(&e.check, written) {
-        return (Some(sql), None);
-    }
-    let Check::Unique { columns } = &e.check else {
-        return (violations_sql(e), count_sql(e));
-    };
-    let keys: Vec<String> = columns
-        .iter()
-        .map(|c| format!("t.{}", quote_ident(c)))
-        .collect();
-    let on: Vec<String> = columns
-        .iter()
-        .map(|c| format!("t.{0} = d.{0}", quote_ident(c)))
-        .collect();
-    let listing = format!(
-        "SELECT t.* FROM {} t JOIN ({}) d ON {}",
-        e.table.quoted(),
-        written_duplicates(&keys.join(", "), columns, &e.table, written),
-        on.join(" AND ")
-    );
-    let count = format!(
-        "SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM ({})",
-        written_duplicates("count(*) AS n", columns, &e.table, written)
-    );
-    (Some(listing), Some(count))
-}
-
-/// The rule of a row-level check: its whole-table SQL (`None` for checks on the table as a
-/// whole and for `sql` checks, which are always evaluated on the whole table).
-fn rule_of(e: &Expectation) -> Option<String> {
-    match e.check {
-        Check::Sql { .. } => None,
-        _ => violations_sql(e),
-    }
 }
 
 /// Makes the rows `staged` wrote readable as a view (named after the table, with a suffix no
@@ -279,7 +153,9 @@ pub async fn audit(
         };
         let evaluated = match (&e.check, listing_sql) {
             (_, Some(sql)) => {
-                let df = session.sql(&sql).await.map_err(|x| failed(x.to_string()))?;
+                let df = query(&session, &sql, Entry::Expectation)
+                    .await
+                    .map_err(|r| failed(r.with_line()))?;
                 // The first rows of the query as it is: a LIMIT would change its plan (a
                 // hash join with a fetch builds on its left side, however large).
                 let sample_of = |df: datafusion::prelude::DataFrame| async move {

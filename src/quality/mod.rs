@@ -6,11 +6,13 @@
 
 mod anomaly;
 mod audit;
+mod check_sql;
 mod history;
 mod query;
 mod results;
 
 pub use anomaly::Baselines;
 pub use audit::{audit, AuditContext};
+pub use check_sql::check_expectations;
 pub use history::AuditHistory;
 pub use results::{dropped_result, first_failure, summary};

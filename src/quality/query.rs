@@ -2,6 +2,7 @@
 
 use datafusion::prelude::SessionContext;
 
+use crate::engine::{query, Entry};
 use crate::error::Error;
 use crate::output::batches_to_rows;
 
@@ -18,11 +19,14 @@ pub(super) async fn scalar(
 }
 
 /// The rows of a small result (aggregates, a few samples), every value as its display string.
+/// The SQL passes the SQL gate as an expectation's does.
 pub(super) async fn scalar_rows(
     session: &SessionContext,
     sql: &str,
 ) -> std::result::Result<Vec<Vec<Option<String>>>, Error> {
-    let df = session.sql(sql).await?;
+    let df = query(session, sql, Entry::Expectation)
+        .await
+        .map_err(|r| Error::Failed(r.with_line()))?;
     let schema = df.schema().as_arrow().clone();
     let batches = df.collect().await?;
     Ok(batches_to_rows(&schema, &batches)?.rows)

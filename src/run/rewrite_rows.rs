@@ -22,6 +22,7 @@ use iceberg_datafusion::physical_plan::convert_filters_to_predicate;
 use crate::catalog::{PipelineCatalog, TableRecord};
 use crate::commit::summary::{self, total_records, CARRIED_BY_REPLACE, LOADED_FILES};
 use crate::commit::{stage_snapshot, StagedTable, TableTarget, WriteMode};
+use crate::engine::expression;
 use crate::error::{Error, Result};
 use crate::spec::{TableName, DEFAULT_TARGET_FILE_SIZE};
 use crate::write::TableWriter;
@@ -318,9 +319,8 @@ pub(super) fn compile_condition(
         |e: datafusion::error::DataFusionError| Error::Usage(format!("WHERE {condition}: {e}"));
     let df_schema = datafusion::common::DFSchema::try_from(schema.clone())?;
     let session = datafusion::prelude::SessionContext::new();
-    let expr = session
-        .parse_sql_expr(condition, &df_schema)
-        .map_err(usage)?;
+    let expr = expression(&session, condition, &df_schema)
+        .map_err(|r| Error::Usage(format!("WHERE {condition}: {r}")))?;
     let mut columns: Vec<String> = expr.column_refs().iter().map(|c| c.name.clone()).collect();
     columns.sort();
     columns.dedup();

@@ -23,6 +23,7 @@ use super::rewrite_rows::{compile_condition, true_rows, Edit, Rewrite, Rewritten
 use crate::catalog::lock::LockWait;
 use crate::catalog::{new_run_id, Invocation, PipelineCatalog, RunKind, RunRecord};
 use crate::commit::publish::{publish, Publication, TableChange};
+use crate::engine::{admit, expression, Entry};
 use crate::error::{Error, Result};
 use crate::spec::TableName;
 
@@ -142,9 +143,10 @@ pub(super) async fn stage_row_change(
                             .join(", ")
                     ))
                 })?;
+                let expr = expression(&session, value, &df_schema)
+                    .map_err(|r| Error::Usage(format!("SET {column} = {value}: {r}")))?;
                 let expr = session
-                    .parse_sql_expr(value, &df_schema)
-                    .and_then(|e| session.create_physical_expr(e, &df_schema))
+                    .create_physical_expr(expr, &df_schema)
                     .map_err(|e| Error::Usage(format!("SET {column} = {value}: {e}")))?;
                 assignments.push((index, expr));
             }
@@ -172,20 +174,19 @@ pub(super) async fn stage_row_change(
 /// `UPDATE ns.table SET column = expression, ... WHERE condition`. Anything else (no WHERE,
 /// USING or FROM, several tables, RETURNING, LIMIT) is refused with what to write instead.
 pub fn parse_row_change(sql: &str) -> Result<ParsedChange> {
-    use datafusion::sql::parser::{DFParser, Statement as DFStatement};
+    use datafusion::sql::parser::Statement as DFStatement;
     use datafusion::sql::sqlparser::ast::{
         AssignmentTarget, FromTable, Statement, TableFactor, TableWithJoins,
     };
     let usage = |m: String| Error::Usage(m);
-    let mut statements = DFParser::parse_sql(sql).map_err(|e| usage(format!("sql: {e}")))?;
-    let statement = match (statements.pop_front(), statements.is_empty()) {
-        (Some(DFStatement::Statement(s)), true) => *s,
-        _ => {
-            return Err(usage(
-                "sql: pass exactly one DELETE or UPDATE statement".into(),
-            ))
-        }
+    let admitted =
+        admit(sql, Entry::RowChange).map_err(|r| usage(format!("sql: {}", r.with_line())))?;
+    let DFStatement::Statement(statement) = admitted.into_statement() else {
+        return Err(usage(
+            "sql: pass exactly one DELETE or UPDATE statement".into(),
+        ));
     };
+    let statement = *statement;
     let table_of = |t: &TableWithJoins| -> Result<TableName> {
         let TableFactor::Table { name, .. } = &t.relation else {
             return Err(usage("sql: name a table, written namespace.table".into()));

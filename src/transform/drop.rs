@@ -11,14 +11,21 @@ use datafusion::prelude::SessionContext;
 use iceberg::spec::{PrimitiveType, Type};
 
 use crate::commit::DesiredColumn;
-use crate::engine::clean_message;
+use crate::engine::{query, register_table, Entry};
 use crate::error::{Error, Result};
 use crate::spec::{
-    quote_ident as quote, violation_predicate, Check, Expectation, DROP_QUARANTINE_COLUMNS,
+    quote_ident as quote, violation_predicate, Check, Expectation, TableName,
+    DROP_QUARANTINE_COLUMNS,
 };
 
-/// Name of the view holding a transform's output while its rows are tagged.
-const OUTPUT_VIEW: &str = "__pipeline_output";
+/// The view holding a transform's output while its rows are tagged (a two-part name, as the
+/// SQL gate admits only `namespace.table`; no spec table starts with `__`).
+fn output_view() -> TableName {
+    TableName {
+        namespace: "__pipeline".into(),
+        name: "output".into(),
+    }
+}
 /// Name of the tag column (the violated expectation, NULL for rows kept).
 const TAG: &str = "__pipeline_dropped_by";
 
@@ -49,11 +56,15 @@ pub async fn tag_violations(
         .iter()
         .map(|f| format!("o.{}", quote(f.name())))
         .collect();
-    session.register_table(OUTPUT_VIEW, Arc::new(ViewTable::new(plan, None)))?;
+    register_table(
+        session,
+        &output_view(),
+        Arc::new(ViewTable::new(plan, None)),
+    )?;
     // A lookup (relationships) joins the looked-up values, built from the lookup (the small
     // side) while the output streams through; each join adds its key column, NULL when the
     // value is missing. Joins nest as subqueries, one per lookup.
-    let mut from = quote(OUTPUT_VIEW);
+    let mut from = output_view().quoted();
     let mut case = String::from("CASE");
     for (i, e) in drops.iter().enumerate() {
         let key = quote(&format!("__k{i}"));
@@ -86,8 +97,7 @@ pub async fn tag_violations(
         names.join(", "),
         quote(TAG)
     );
-    let tagged = session
-        .sql(&sql)
+    let tagged = query(session, &sql, Entry::Expectation)
         .await
         .map_err(|e| Error::Pipeline {
             file: drops[0].origin.file.clone(),
@@ -99,7 +109,7 @@ pub async fn tag_violations(
                     .map(|d| d.origin.line.to_string())
                     .collect::<Vec<_>>()
                     .join(", "),
-                clean_message(&e)
+                e.with_line()
             ),
             hint: Some(
                 "check the columns they name: the table's output columns, and for relationships the looked-up table's column".into(),

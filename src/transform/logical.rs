@@ -4,32 +4,26 @@
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 
-use super::parse::{line_of, ParsedTransform};
+use super::parse::ParsedTransform;
 use crate::commit::DesiredColumn;
-use crate::engine::clean_message;
+use crate::engine::plan;
 use crate::error::{Error, Result};
 use crate::spec::TransformJob;
 use crate::write::iceberg_compatible_schema;
 
-/// The logical plan of a parsed transform against the tables registered in `ctx`.
+/// The logical plan of a parsed transform against the tables registered in `ctx`, verified by
+/// the SQL gate to only read.
 pub async fn logical_plan(
     ctx: &SessionContext,
     job: &TransformJob,
     parsed: &ParsedTransform,
 ) -> Result<LogicalPlan> {
-    ctx.state()
-        .statement_to_plan(parsed.statement.clone())
+    plan(&ctx.state(), parsed.admitted.clone())
         .await
-        .map_err(|e| Error::Sql {
+        .map_err(|r| Error::Sql {
             file: job.sql_file.clone(),
-            line: e
-                .diagnostic()
-                .and_then(|d| d.span)
-                .map(|s| s.start.line as usize)
-                .filter(|l| *l > 0)
-                .or_else(|| line_of(&e.to_string()))
-                .or_else(|| line_of_named_field(&job.sql, &e.to_string())),
-            message: clean_message(&e),
+            line: r.line.or_else(|| line_of_named_field(&job.sql, &r.message)),
+            message: r.message,
         })
 }
 

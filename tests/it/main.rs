@@ -41,4 +41,5 @@ mod run_records;
 mod schedule;
 mod schema_evolution;
 mod spec_errors;
+mod sql_gate;
 mod window_functions;
