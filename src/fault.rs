@@ -5,6 +5,7 @@
 //! - `bronze-files-written`: an ingest lane has written its Parquet data files;
 //! - `staged`: every job's snapshot is staged, nothing is published;
 //! - `maintain-written`: `pipeline maintain` wrote its compacted files, nothing is published;
+//! - `maintain-published`: `pipeline maintain` published, nothing it frees is deleted yet;
 //! - `publishing`: inside the publish transaction, after the first table pointer moved and
 //!   before the commit (embedded); after the first table moved (S3 Tables, REST table by
 //!   table); just before the multi-table commit is sent (REST with transactions);

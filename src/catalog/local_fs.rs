@@ -38,6 +38,31 @@ impl StorageFactory for LocalStorageFactory {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LocalStorage;
 
+/// Whether `path` lies inside the folder `root` (symbolic links resolved): lexically, with no
+/// `.` or `..` step, and with the links of its existing folders resolved (a link on the way
+/// may lead outside). `root` itself is given resolved.
+pub fn lies_inside(root: &Path, path: &Path) -> bool {
+    let plain_steps = path.components().all(|c| {
+        matches!(
+            c,
+            std::path::Component::RootDir | std::path::Component::Normal(_)
+        )
+    });
+    if !plain_steps || !path.is_absolute() {
+        return false;
+    }
+    let mut existing = path;
+    while !existing.exists() {
+        match existing.parent() {
+            Some(parent) => existing = parent,
+            None => return false,
+        }
+    }
+    let resolved = std::fs::canonicalize(existing).unwrap_or_else(|_| existing.to_path_buf());
+    let rest = path.strip_prefix(existing).unwrap_or(Path::new(""));
+    resolved.join(rest).starts_with(root)
+}
+
 /// A path as the warehouse writes it (`/abs/path` or `file:/abs/path`), as a local path.
 fn local(path: &str) -> PathBuf {
     let path = path

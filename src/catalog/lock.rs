@@ -1,4 +1,7 @@
-//! One run of a pipeline at a time per catalog: an OS file lock next to the catalog database.
+//! One run of a pipeline at a time per catalog: an OS file lock next to the catalog database,
+//! keyed by the pipeline's `[pipeline] name` (never by its spec file's name, so a renamed spec
+//! locks what it always locked). A command that deletes files takes every pipeline's lock
+//! ([`acquire_all`], [`acquire_others`]): no run of any of them is staging files meanwhile.
 //! The operating system releases it when the holder exits, however it exits (a killed run
 //! leaves no stale lock to clean up). The holder's pid and start time are written into the
 //! file so a waiting run can say whom it waits for.
@@ -15,6 +18,78 @@ pub struct RunLock {
     _file: File,
     /// Another run held the lock first and this one waited for it.
     pub waited: bool,
+    pipeline: String,
+}
+
+impl RunLock {
+    /// The pipeline (`[pipeline] name`) whose lock this is.
+    pub fn pipeline(&self) -> &str {
+        &self.pipeline
+    }
+}
+
+/// The run locks of every pipeline of a project on one catalog, held together: what the one
+/// path that deletes files requires (`commit::deletion`). Released on drop.
+pub struct AllLocks {
+    _held: Vec<RunLock>,
+    pipelines: Vec<String>,
+}
+
+impl AllLocks {
+    /// The pipelines whose locks are held (the caller's own included), sorted.
+    pub fn pipelines(&self) -> &[String] {
+        &self.pipelines
+    }
+}
+
+/// Takes the run lock of every pipeline in `pipelines` (`[pipeline] name`s), in name order so
+/// that two commands taking several locks never wait for each other in a circle; waits for
+/// each as `wait` says, calling `on_wait(pipeline, holder)` when one is busy.
+pub fn acquire_all(
+    database: &Path,
+    pipelines: &[String],
+    wait: LockWait,
+    on_wait: impl Fn(&str, &str),
+) -> Result<AllLocks> {
+    let mut names = pipelines.to_vec();
+    names.sort();
+    names.dedup();
+    let mut held = Vec::with_capacity(names.len());
+    for name in &names {
+        held.push(acquire(database, name, wait, |holder| {
+            on_wait(name, holder)
+        })?);
+    }
+    Ok(AllLocks {
+        _held: held,
+        pipelines: names,
+    })
+}
+
+/// For a command that already holds its own pipeline's lock (`own`): takes the locks of the
+/// other `pipelines` without waiting. `None` when one of them is busy (nothing is then held
+/// beyond `own`): the caller defers what needed them.
+pub fn acquire_others(
+    database: &Path,
+    pipelines: &[String],
+    own: &RunLock,
+) -> Result<Option<AllLocks>> {
+    let mut names = pipelines.to_vec();
+    names.push(own.pipeline.clone());
+    names.sort();
+    names.dedup();
+    let mut held = Vec::with_capacity(names.len());
+    for name in names.iter().filter(|n| **n != own.pipeline) {
+        match acquire(database, name, LockWait(None), |_| {}) {
+            Ok(lock) => held.push(lock),
+            Err(Error::Busy(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Some(AllLocks {
+        _held: held,
+        pipelines: names,
+    }))
 }
 
 /// How long to wait for another run of the same pipeline to finish; `None` fails at once.
@@ -87,6 +162,7 @@ pub fn acquire(
     Ok(RunLock {
         _file: file,
         waited: on_wait.is_none(),
+        pipeline: pipeline.to_string(),
     })
 }
 

@@ -28,7 +28,7 @@ mod updates;
 pub use connection::{Backend, PipelineCatalog};
 pub use control::{control_name, control_table, run_records, CONTROL_NAMESPACE, CONTROL_TABLE};
 pub use erase_receipt::{EraseReceipt, ErasedSource, ErasedTable};
-pub use local_fs::LocalStorageFactory;
+pub use local_fs::{lies_inside, LocalStorageFactory};
 pub use open::open_project_catalog;
 pub use receipt::Invocation;
 pub use record::{

@@ -65,6 +65,19 @@ impl PipelineCatalog {
         }
     }
 
+    /// For the embedded catalog, whether a table `location` lies outside its warehouse folder
+    /// (a copied or moved project whose catalog still points at the original's files): the
+    /// warehouse folder when it does. Always `None` for remote catalogs.
+    pub fn outside_warehouse(&self, location: &str) -> Option<PathBuf> {
+        let warehouse = self.local_warehouse()?;
+        let root = std::fs::canonicalize(warehouse).unwrap_or_else(|_| warehouse.to_path_buf());
+        let location = location
+            .strip_prefix("file://")
+            .or_else(|| location.strip_prefix("file:"))
+            .unwrap_or(location);
+        (!super::lies_inside(&root, Path::new(location))).then_some(root)
+    }
+
     /// The catalog's name (PyIceberg must be given the same name to see the embedded tables).
     pub fn name(&self) -> &str {
         &self.name

@@ -69,6 +69,10 @@ pub struct TableRecord {
     /// Maintenance: the snapshots this run expired and the files only they referenced.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub expired: Option<ExpiredFiles>,
+    /// A rollback's `drop`: the table's last metadata file, from which the undo of the
+    /// rollback registers the table back (its files are kept for it, see `commit::live`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub dropped_metadata: Option<String>,
 }
 
 /// What expiring snapshots freed in one table, as recorded before the files go: the embedded

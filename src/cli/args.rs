@@ -228,6 +228,10 @@ pub enum Command {
         reason: Option<String>,
         #[arg(long)]
         pipeline: Option<String>,
+        /// Say what the rollback would do to each table (move back, drop a table the run
+        /// created, register a dropped table back); change nothing.
+        #[arg(long)]
+        plan: bool,
     },
     /// Run pipelines on their `[schedule]`: serve what is due now (`tick`), run as a scheduler
     /// (`run`), or show where each schedule stands (`status`).

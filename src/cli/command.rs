@@ -145,12 +145,16 @@ pub async fn execute(cli: Cli) -> Result<()> {
             run_id,
             reason,
             pipeline,
+            plan,
         } => {
             let catalog: PipelineCatalog =
                 open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
             let observer = Arc::new(Progress::stderr());
-            let record = rollback(&catalog, run_id, &invocation(reason), observer).await?;
-            print_runs::record(&record, cli.json);
+            let done = rollback(&catalog, run_id, &invocation(reason), observer, *plan).await?;
+            match &done.record {
+                Some(record) => print_runs::record(record, cli.json),
+                None => print_runs::rollback_plan(&done, cli.json),
+            }
         }
         Command::Scheduler(args) => return cluster::scheduler(args).await,
         Command::Executor(args) => return cluster::executor(args).await,
@@ -163,6 +167,16 @@ pub async fn execute(cli: Cli) -> Result<()> {
             let checked = crate::maintain::check(&catalog, only.as_ref()).await?;
             print::check(&checked, cli.json);
             let damaged = checked.iter().filter(|t| !t.intact()).count();
+            let outside = checked
+                .iter()
+                .filter(|t| t.outside_warehouse.is_some())
+                .count();
+            if outside > 0 && damaged == 0 {
+                return Err(Error::Damaged(format!(
+                    "{outside} of {} table(s) keep their files outside this catalog's warehouse (listed above): the project was probably copied or its warehouse moved (Iceberg locations are absolute); point [catalog] warehouse and uri at the original's, or remove this project's warehouse/ to start afresh",
+                    checked.len()
+                )));
+            }
             if damaged > 0 {
                 return Err(Error::Damaged(format!(
                     "{damaged} of {} table(s) damaged (listed above)",
@@ -187,10 +201,13 @@ pub async fn execute(cli: Cli) -> Result<()> {
                 Some(p) => p.clone(),
                 None => producer_of(&project, &parsed.table)?,
             };
-            let catalog = open_project_catalog(&project, Some(&name), catalog_name).await?;
+            // The lock and the record are the pipeline's `[pipeline] name`'s, whatever its
+            // spec file is called.
+            let spec = load_with_catalog(&project, &name, catalog_name)?;
+            let catalog = PipelineCatalog::connect(&spec.catalog).await?;
             let change = crate::run::change_rows(
                 &catalog,
-                &name,
+                &spec.name,
                 &parsed,
                 &invocation(reason),
                 Arc::new(Progress::stderr()),

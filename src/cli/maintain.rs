@@ -6,14 +6,15 @@ use std::time::Duration;
 use super::args::{MaintainArgs, OrphansArgs};
 use super::progress::Progress;
 use crate::catalog::{open_project_catalog, Invocation};
+use crate::commit::deletion::UNREFERENCED_MIN_AGE;
 use crate::error::{Error, Result};
-use crate::maintain::{delete_orphans_safely, find_orphans, Orphans};
+use crate::maintain::{delete_orphans_safely, find_orphans, Orphans, OutsideTable};
 use crate::output::render_table;
 use crate::run::{maintain_pipeline, MaintainOptions, MaintainReport};
-use crate::spec::{list_pipelines, load_with_catalog, TableName};
+use crate::spec::{load_with_catalog, pipeline_names, TableName};
 
 /// Orphans younger than this are deleted only with `--force`.
-const SAFE_ORPHAN_MINUTES: u64 = 60;
+const SAFE_ORPHAN_MINUTES: u64 = UNREFERENCED_MIN_AGE.as_secs() / 60;
 
 /// `pipeline maintain PIPELINE`.
 pub async fn maintain(
@@ -78,7 +79,7 @@ pub async fn orphans(
     let catalog = open_project_catalog(project, pipeline.as_deref(), catalog_name).await?;
     let age = Duration::from_secs(older_than * 60);
     let found = if delete {
-        let pipelines = list_pipelines(project);
+        let pipelines = pipeline_names(project)?;
         delete_orphans_safely(
             &catalog,
             &pipelines,
@@ -93,6 +94,9 @@ pub async fn orphans(
         find_orphans(&catalog, age).await?
     };
     print_orphans(&found, delete, as_json);
+    if !found.outside.is_empty() {
+        return Err(Error::Damaged(outside_message(&found.outside)));
+    }
     if !found.damaged.is_empty() {
         return Err(Error::Damaged(format!(
             "{} table(s) could not be read, and nothing under them was listed{}: {}; `pipeline check` says what is wrong",
@@ -207,12 +211,31 @@ pub fn print_maintenance(report: &MaintainReport, as_json: bool) {
     }
 }
 
+/// Tables whose location lies outside the warehouse root, and what to do about it.
+pub fn outside_message(outside: &[OutsideTable]) -> String {
+    format!(
+        "{} table(s) of this catalog keep their files outside its warehouse, and nothing under them was searched or deleted: {}; the project was probably copied or its warehouse moved (Iceberg locations are absolute, so the copy's catalog points at the original's files): point [catalog] warehouse at that folder to work on those tables, or remove this project's warehouse/ to start afresh",
+        outside.len(),
+        outside
+            .iter()
+            .map(|t| format!("{} at {}", t.table, t.location))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
 /// `pipeline orphans`: the unreferenced files, and the tables that could not be read.
 fn print_orphans(found: &Orphans, deleted: bool, as_json: bool) {
     if as_json {
         println!(
             "{}",
-            serde_json::json!({"orphans": found.orphans, "deleted": deleted, "damaged": found.damaged})
+            serde_json::json!({
+                "orphans": found.orphans,
+                "deleted": deleted,
+                "damaged": found.damaged,
+                "outside_warehouse": found.outside,
+                "kept": found.kept,
+            })
         );
         return;
     }
@@ -232,8 +255,20 @@ fn print_orphans(found: &Orphans, deleted: bool, as_json: bool) {
     } else {
         "unreferenced (run with --delete to remove)"
     };
-    println!("{} files, {total} bytes {verb}", found.orphans.len());
+    println!(
+        "{} files, {total} bytes {verb}",
+        found.orphans.len() - found.kept.len()
+    );
+    for k in &found.kept {
+        println!("kept {}: {}", k.path, k.why);
+    }
     for d in &found.damaged {
         println!("skipped {} (cannot be read): {}", d.table, d.problem);
+    }
+    for t in &found.outside {
+        println!(
+            "skipped {} (its location {} lies outside the warehouse)",
+            t.table, t.location
+        );
     }
 }

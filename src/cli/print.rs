@@ -345,7 +345,12 @@ pub fn check(checked: &[TableCheck], as_json: bool) {
         .map(|t| {
             vec![
                 t.table.clone(),
-                if t.intact() { "ok" } else { "DAMAGED" }.into(),
+                match (t.intact(), &t.outside_warehouse) {
+                    (false, _) => "DAMAGED",
+                    (true, Some(_)) => "OUTSIDE WAREHOUSE",
+                    (true, None) => "ok",
+                }
+                .into(),
                 t.files_checked.to_string(),
                 t.snapshot.map(|s| s.to_string()).unwrap_or_default(),
             ]
@@ -358,6 +363,14 @@ pub fn check(checked: &[TableCheck], as_json: bool) {
             &rows
         )
     );
+    for t in checked.iter() {
+        if let Some(root) = &t.outside_warehouse {
+            println!(
+                "\n{}: its files lie outside this catalog's warehouse {root}; commands that change or delete files refuse it",
+                t.table
+            );
+        }
+    }
     for t in checked.iter().filter(|t| !t.intact()) {
         println!("\n{}:", t.table);
         for p in &t.problems {

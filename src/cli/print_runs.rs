@@ -5,8 +5,59 @@ use super::print::{json, strings};
 use crate::catalog::RunRecord;
 use crate::output::render_table;
 use crate::quality::summary;
+use crate::run::RollbackReport;
 
 /// `pipeline run-info` and `pipeline rollback`: one run record.
+/// `pipeline rollback RUN --plan`: what each table would do.
+pub fn rollback_plan(report: &RollbackReport, as_json: bool) {
+    if as_json {
+        return json(report);
+    }
+    let show = |s: Option<i64>| s.map_or_else(|| "-".to_string(), |s| s.to_string());
+    let rows: Vec<Vec<String>> = report
+        .tables
+        .iter()
+        .map(|t| {
+            let what = match t.action.as_str() {
+                "drop" => "DROP (the run created it; its files stay, the undo registers it back)",
+                "empty" => "EMPTY (the run created it; main is removed)",
+                "restore" => "register back from its last metadata",
+                "refill" => "main back to its snapshot",
+                _ => "main back to the snapshot before the run",
+            };
+            vec![
+                t.table.clone(),
+                what.to_string(),
+                show(t.from),
+                show(t.to),
+                t.rows.to_string(),
+            ]
+        })
+        .collect();
+    println!(
+        "rolling back run {} would (nothing was changed):",
+        report.rolls_back
+    );
+    print!(
+        "{}",
+        render_table(
+            &[
+                "table",
+                "action",
+                "snapshot now",
+                "snapshot after",
+                "rows after"
+            ]
+            .map(String::from),
+            &rows
+        )
+    );
+    let dropped = report.dropped();
+    if !dropped.is_empty() {
+        println!("drops {}: {}", dropped.len(), dropped.join(", "));
+    }
+}
+
 pub fn record(run: &RunRecord, as_json: bool) {
     if as_json {
         return json(run);

@@ -76,6 +76,9 @@ impl Observer for Progress {
             "  conflict  {table}: another writer committed first; rebasing (attempt {attempt})"
         );
     }
+    fn warning(&self, what: &str) {
+        eprintln!("  warning   {what}");
+    }
     fn waiting_for(&self, holder: &str) {
         eprintln!("  waiting   another run of this pipeline is in progress ({holder})");
     }

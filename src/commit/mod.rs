@@ -43,6 +43,7 @@
 //! `staged` and `publishing` (see `crate::fault`): no table shows any part of the dead run,
 //! and `pipeline orphans` finds the files it left.
 
+pub mod deletion;
 mod diff;
 mod expire;
 #[cfg(test)]
@@ -50,6 +51,7 @@ pub(crate) mod fixture;
 mod job;
 mod label;
 pub mod ledger;
+mod live;
 mod manifests;
 mod merge;
 mod produce;
@@ -62,6 +64,7 @@ mod target;
 mod unreferenced;
 mod widen;
 
+pub use deletion::{replace_landing_file, Deleter, Deletion, Kept, Survey, Unlisted};
 pub use diff::{changed_files, file_times, FileTimes};
 pub use expire::{
     expirable, expire_metadata, expire_snapshots, expire_with, trim_metadata_log, Expired, Expiry,
@@ -69,6 +72,7 @@ pub use expire::{
 };
 pub use job::{JobContext, JobKind};
 pub use label::partition_label;
+pub use live::{referenced, LiveFiles, LiveTable, UnreadableTable};
 pub use manifests::manifest_list;
 pub use produce::stage_snapshot;
 pub use range::PartitionRange;

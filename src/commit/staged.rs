@@ -120,6 +120,7 @@ impl StagedTable {
             snapshot_after: Some(self.snapshot_id),
             rows: summary::total_records(self.metadata.snapshot_by_id(self.snapshot_id)),
             expired: None,
+            dropped_metadata: None,
         }
     }
 }

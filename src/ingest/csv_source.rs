@@ -4,7 +4,9 @@
 //! Lines end with `\n` or `\r\n` (the last one may have no end). Records are split at `\n`
 //! only, so the reader's line numbers and byte offsets count every line; the `\r` of a
 //! `\r\n` ending is then the last byte of the record's last field, and is dropped there. A
-//! file whose lines end with a lone `\r` (no `\n` at all) is read with `\r` as the ending.
+//! file whose lines end with a lone `\r` (no `\n` at all) is read with `\r` as the ending, and
+//! its line numbers count the `\r`s before each record (the reader counts `\n`s only), so
+//! `(_source_file, _source_line)` names one record there too.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -55,6 +57,52 @@ pub(super) fn terminator_for(path: &Path) -> Result<csv::Terminator> {
     })
 }
 
+/// The line where each record starts, as the ingest numbers lines: the reader's own count for
+/// `\n` endings; for a file of lone `\r` endings, 1 + the `\r`s before the record's first
+/// byte, counted once as the records go by.
+pub(super) struct LineNumbers {
+    end: LineEnd,
+    file: File,
+    /// Bytes counted so far, and the `\r`s among them.
+    counted: u64,
+    returns: u64,
+}
+
+impl LineNumbers {
+    /// Line numbers for `path` (whose line ending is judged from its first 64 KiB).
+    pub(super) fn of(path: &Path) -> Result<LineNumbers> {
+        Ok(LineNumbers {
+            end: line_end(path)?,
+            file: File::open(path).map_err(|e| Error::io(path, e))?,
+            counted: 0,
+            returns: 0,
+        })
+    }
+
+    /// The line of a record that starts at `position` (positions come in file order).
+    pub(super) fn line(&mut self, position: &csv::Position) -> u64 {
+        if self.end == LineEnd::Newline {
+            return position.line();
+        }
+        let to = position.byte();
+        if to > self.counted {
+            let mut chunk = vec![0u8; (to - self.counted).min(1 << 20) as usize];
+            let _ = self.file.seek(SeekFrom::Start(self.counted));
+            while self.counted < to {
+                let want = ((to - self.counted) as usize).min(chunk.len());
+                match self.file.read(&mut chunk[..want]) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        self.returns += chunk[..n].iter().filter(|b| **b == b'\r').count() as u64;
+                        self.counted += n as u64;
+                    }
+                }
+            }
+        }
+        1 + self.returns
+    }
+}
+
 /// Field `i` of `record`, without the `\r` of a `\r\n` line ending when it is the last.
 fn field(record: &csv::ByteRecord, i: usize, end: LineEnd) -> &[u8] {
     let bytes = &record[i];
@@ -72,6 +120,7 @@ fn is_blank(record: &csv::ByteRecord, end: LineEnd) -> bool {
 /// Reads one CSV file into the sink.
 pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<()> {
     let end = line_end(path)?;
+    let mut numbers = LineNumbers::of(path)?;
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut raw_reader = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut reader = csv::ReaderBuilder::new()
@@ -160,10 +209,10 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
         if is_blank(&record, end) {
             continue;
         }
-        let (line, start) = record
-            .position()
-            .map(|p| (p.line(), p.byte()))
-            .unwrap_or((0, 0));
+        let (line, start) = match record.position() {
+            Some(p) => (numbers.line(p), p.byte()),
+            None => (0, 0),
+        };
         match decode(job, &record, end, &positions, expected_fields, &mut values) {
             Ok(()) => sink.good(&values, line, |i| {
                 // String columns were checked to be UTF-8 by `decode`.

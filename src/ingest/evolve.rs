@@ -40,11 +40,18 @@ pub fn with_added_columns(job: &IngestJob, live: Option<&TableMetadata>) -> Inge
     job
 }
 
-/// A file's index in the job's file list, and its column names.
-type FileColumns = (usize, Vec<String>);
+/// A file's index in the job's file list, and its column names with the line each was first
+/// seen on.
+type FileColumns = (usize, Vec<(String, u64)>);
+
+/// The most columns one run may add to a table: a file whose records carry thousands of
+/// unknown keys (generated keys, a map written as an object) is a mistake to stop at, not
+/// thousands of columns to add.
+pub const MAX_ADDED_COLUMNS: usize = 500;
 
 /// Adds to `job` (as string columns) every column of `files` it does not have, in the order
-/// first seen; returns their names.
+/// first seen; returns their names. More than [`MAX_ADDED_COLUMNS`] is an error naming the
+/// file and line where the limit was passed.
 pub fn add_new_columns(job: &mut IngestJob, files: &[PathBuf]) -> Result<Vec<String>> {
     // Files are scanned in parallel (one thread per core), then merged in file order.
     let threads = std::thread::available_parallelism()
@@ -79,13 +86,27 @@ pub fn add_new_columns(job: &mut IngestJob, files: &[PathBuf]) -> Result<Vec<Str
         per_file.extend(part?);
     }
     per_file.sort_by_key(|(i, _)| *i);
-    let mut found = Vec::new();
-    for (_, names) in per_file {
-        for name in names {
-            let known = job.columns.iter().any(|c| c.name == name) || found.contains(&name);
-            if !known && !LINEAGE_COLUMNS.contains(&name.as_str()) {
-                found.push(name);
+    let mut found: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for (i, names) in per_file {
+        for (name, line) in names {
+            let known = job.columns.iter().any(|c| c.name == name) || seen.contains(&name);
+            if known || LINEAGE_COLUMNS.contains(&name.as_str()) {
+                continue;
             }
+            if found.len() == MAX_ADDED_COLUMNS {
+                return Err(Error::BadRecord {
+                    file: files[i].clone(),
+                    line,
+                    reason: format!(
+                        "key `{name}` would be column {} added to {} in this run (schema_evolution = \"add_columns\"); at most {MAX_ADDED_COLUMNS} are added at once: declare the keys you want in the schema and set schema_evolution = \"ignore\" for the rest, or fix the file",
+                        MAX_ADDED_COLUMNS + 1,
+                        job.table
+                    ),
+                });
+            }
+            seen.insert(name.clone());
+            found.push(name);
         }
     }
     for name in &found {
@@ -99,8 +120,10 @@ pub fn add_new_columns(job: &mut IngestJob, files: &[PathBuf]) -> Result<Vec<Str
     Ok(found)
 }
 
-/// The column names a source file has: its CSV header, or every key of its JSON objects.
-fn file_columns(job: &IngestJob, path: &Path) -> Result<Vec<String>> {
+/// The column names a source file has, with the line each was first seen on: its CSV header
+/// (line 1), or every key of its JSON objects. Lines that are not objects, or not UTF-8, are
+/// the loader's to report (with their line, or to quarantine); a byte-order mark is skipped.
+fn file_columns(job: &IngestJob, path: &Path) -> Result<Vec<(String, u64)>> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     match job.format {
@@ -117,6 +140,7 @@ fn file_columns(job: &IngestJob, path: &Path) -> Result<Vec<String>> {
                 header_names(&csv::StringRecord::from_byte_record_lossy(record))
                     .into_iter()
                     .filter(|h| !h.is_empty())
+                    .map(|h| (h, 1))
                     .collect()
             } else {
                 Vec::new()
@@ -125,18 +149,27 @@ fn file_columns(job: &IngestJob, path: &Path) -> Result<Vec<String>> {
         Format::Json => {
             let mut names = Vec::new();
             let mut seen = BTreeSet::new();
-            let mut line = String::new();
+            let mut line = Vec::new();
+            let mut line_no = 0u64;
             loop {
                 line.clear();
                 let n = reader
-                    .read_line(&mut line)
+                    .read_until(b'\n', &mut line)
                     .map_err(|e| Error::io(path, e))?;
                 if n == 0 {
                     break;
                 }
-                // Lines that are not objects are the loader's to report.
+                line_no += 1;
+                let Ok(text) = std::str::from_utf8(&line) else {
+                    continue;
+                };
+                let text = if line_no == 1 {
+                    text.strip_prefix('\u{feff}').unwrap_or(text)
+                } else {
+                    text
+                };
                 let mut keys = Vec::new();
-                let mut de = serde_json::Deserializer::from_str(&line);
+                let mut de = serde_json::Deserializer::from_str(text);
                 let visitor = NewKeys {
                     seen: &seen,
                     out: &mut keys,
@@ -147,7 +180,7 @@ fn file_columns(job: &IngestJob, path: &Path) -> Result<Vec<String>> {
                 keys.sort();
                 for k in keys {
                     if seen.insert(k.clone()) {
-                        names.push(k);
+                        names.push((k, line_no));
                     }
                 }
             }

@@ -44,6 +44,8 @@ pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<
             continue;
         }
         let text = match std::str::from_utf8(&buf) {
+            // A byte-order mark opens the file, not its first record.
+            Ok(t) if line_no == 1 => t.strip_prefix('\u{feff}').unwrap_or(t),
             Ok(t) => t,
             Err(_) => {
                 let raw = String::from_utf8_lossy(&buf).into_owned();
@@ -51,6 +53,9 @@ pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<
                 continue;
             }
         };
+        if text.trim().is_empty() {
+            continue;
+        }
         match decode(job, text, &mut values, &mut strings) {
             Ok(unknown) if unknown.is_empty() => {
                 sink.good(&values, line_no, |i| strings[i].as_str())?

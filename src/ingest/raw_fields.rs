@@ -36,7 +36,7 @@ impl<'a> RawFields<'a> {
         column: &str,
     ) -> Result<Option<String>, String> {
         match self.job.format {
-            Format::Json => Ok(json_field(raw, column)),
+            Format::Json => json_field(raw, column),
             Format::Csv => {
                 let position = if self.job.csv.header {
                     let header = self.header(source_file)?;
@@ -58,14 +58,15 @@ impl<'a> RawFields<'a> {
                     .quote(self.job.csv.quote)
                     .from_reader(raw.as_bytes());
                 let mut record = csv::StringRecord::new();
-                Ok(match reader.read_record(&mut record) {
-                    Ok(true) => record
+                match reader.read_record(&mut record) {
+                    Ok(true) => Ok(record
                         .get(position)
                         .map(|f| f.trim_end_matches('\r').to_string())
-                        .filter(|f| !self.job.null_values.iter().any(|n| n == f)),
+                        .filter(|f| !self.job.null_values.iter().any(|n| n == f))),
+                    Ok(false) => Ok(None),
                     // Not even CSV: no field can be told apart from another.
-                    _ => None,
-                })
+                    Err(_) => Err("the line is not a CSV record".into()),
+                }
             }
         }
     }
@@ -101,14 +102,19 @@ impl<'a> RawFields<'a> {
 }
 
 /// The value of `key` in a JSON object line, as text (strings as they are, other values as
-/// their JSON); `None` when the line is no object, lacks the key or holds null.
-fn json_field(raw: &str, key: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(raw).ok()?;
-    match value.get(key)? {
-        serde_json::Value::Null => None,
-        serde_json::Value::String(s) => Some(s.clone()),
-        other => Some(other.to_string()),
-    }
+/// their JSON); `None` when the object lacks the key or holds null; `Err` when the line is no
+/// JSON object (cut short, broken), so that no field of it can be read.
+fn json_field(raw: &str, key: &str) -> Result<Option<String>, String> {
+    let raw = raw.strip_prefix('\u{feff}').unwrap_or(raw);
+    let value: serde_json::Value = match serde_json::from_str(raw) {
+        Ok(v @ serde_json::Value::Object(_)) => v,
+        _ => return Err("the line is not a JSON object (cut short or broken)".into()),
+    };
+    Ok(match value.get(key) {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(other) => Some(other.to_string()),
+    })
 }
 
 #[cfg(test)]
@@ -118,10 +124,14 @@ mod tests {
     #[test]
     fn json_fields_are_text_and_missing_or_null_or_broken_is_none() {
         let line = r#"{"customer_id": 5, "email": "a@b", "n": null}"#;
-        assert_eq!(json_field(line, "customer_id").as_deref(), Some("5"));
-        assert_eq!(json_field(line, "email").as_deref(), Some("a@b"));
-        assert_eq!(json_field(line, "n"), None);
-        assert_eq!(json_field(line, "other"), None);
-        assert_eq!(json_field("{broken", "customer_id"), None);
+        assert_eq!(
+            json_field(line, "customer_id").unwrap().as_deref(),
+            Some("5")
+        );
+        assert_eq!(json_field(line, "email").unwrap().as_deref(), Some("a@b"));
+        assert_eq!(json_field(line, "n"), Ok(None));
+        assert_eq!(json_field(line, "other"), Ok(None));
+        assert!(json_field("{broken", "customer_id").is_err());
+        assert!(json_field(r#"{"customer_id": 4, "name": "Jo"#, "customer_id").is_err());
     }
 }

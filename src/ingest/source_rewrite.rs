@@ -72,6 +72,7 @@ fn without_records(
         .from_reader(BufReader::with_capacity(1 << 20, file));
     let mut bytes = File::open(from).map_err(|e| Error::io(from, e))?;
     let size = bytes.metadata().map_err(|e| Error::io(from, e))?.len();
+    let mut numbers = super::csv_source::LineNumbers::of(from)?;
     // The record before the current one, (byte offset, line): its bytes end where the next
     // record starts, so each record is copied or left out once that start is known.
     let mut record = csv::ByteRecord::new();
@@ -87,7 +88,7 @@ fn without_records(
         let start = record
             .position()
             .filter(|_| more)
-            .map(|p| (p.byte(), p.line()));
+            .map(|p| (p.byte(), numbers.line(p)));
         let end = start.map_or(size, |(byte, _)| byte);
         if let Some((from_byte, line)) = previous {
             if lines.contains(&line) {

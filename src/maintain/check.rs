@@ -36,9 +36,14 @@ pub struct TableCheck {
     /// Files looked at: metadata, manifest list, manifests, data files.
     pub files_checked: u64,
     pub problems: Vec<Problem>,
+    /// The embedded catalog's warehouse, when the table's files lie outside it (a copied or
+    /// moved project: its catalog points at another warehouse's files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outside_warehouse: Option<String>,
 }
 
 impl TableCheck {
+    /// Every file the current snapshot needs is there as recorded.
     pub fn intact(&self) -> bool {
         self.problems.is_empty()
     }
@@ -64,6 +69,7 @@ async fn check_table(catalog: &PipelineCatalog, name: &TableName) -> Result<Tabl
         run: None,
         files_checked: 1,
         problems: Vec::new(),
+        outside_warehouse: None,
     };
     let table = match catalog.load_existing(name).await {
         Ok(t) => t,
@@ -77,6 +83,9 @@ async fn check_table(catalog: &PipelineCatalog, name: &TableName) -> Result<Tabl
     };
     let metadata = table.metadata();
     let file_io = table.file_io();
+    result.outside_warehouse = catalog
+        .outside_warehouse(metadata.location())
+        .map(|root| root.display().to_string());
     if let Some(checkpoint) = metadata.properties().get(CHECKPOINT_KEY) {
         result.files_checked += 1;
         if let Some(p) = look_at(file_io, checkpoint.clone(), None).await {

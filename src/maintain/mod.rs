@@ -7,5 +7,5 @@ pub mod orphans;
 pub use check::{check, Problem, TableCheck};
 
 pub use orphans::{
-    delete_orphans, delete_orphans_safely, find_orphans, DamagedTable, Orphan, Orphans,
+    delete_orphans_safely, find_orphans, DamagedTable, Orphan, Orphans, OutsideTable,
 };

@@ -137,7 +137,10 @@ impl Lake {
             async {
                 let invocation = self.invocation(&a.reason, &context)?;
                 let catalog = self.open_catalog(a.pipeline.as_deref()).await?;
-                rollback(&catalog, &a.run_id, &invocation, Arc::new(Silent)).await
+                let done =
+                    rollback(&catalog, &a.run_id, &invocation, Arc::new(Silent), false).await?;
+                done.record
+                    .ok_or_else(|| Error::Internal("a rollback published no record".into()))
             }
             .await,
         )

@@ -56,7 +56,23 @@ impl JobGraph {
     }
 }
 
-/// Parses every transform and orders the jobs. A cycle is an error naming its tables.
+/// The first line (1-based) of `sql` that names `table` (`ns.name`, any case).
+fn line_naming(sql: &str, table: &str) -> Option<usize> {
+    let table = table.to_ascii_lowercase();
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+    sql.lines()
+        .position(|line| {
+            let line = line.to_ascii_lowercase();
+            line.match_indices(&table).any(|(at, _)| {
+                !is_word(line[..at].chars().next_back())
+                    && !is_word(line[at + table.len()..].chars().next())
+            })
+        })
+        .map(|l| l + 1)
+}
+
+/// Parses every transform and orders the jobs. A cycle is an error naming its tables, and
+/// where each SQL file reads the next one's.
 pub fn job_graph(pipeline: &Pipeline) -> Result<JobGraph> {
     let mut transforms = pipeline
         .transforms
@@ -120,9 +136,27 @@ pub fn job_graph(pipeline: &Pipeline) -> Result<JobGraph> {
                     .map(|&s| pipeline.transforms[s].table.to_string())
                     .collect();
                 names.push(pipeline.transforms[i].table.to_string());
+                // Where each transform of the cycle reads the next one's table.
+                let mut cycle: Vec<usize> = stack[start..].to_vec();
+                cycle.push(i);
+                let reads: Vec<String> = cycle
+                    .windows(2)
+                    .map(|pair| {
+                        let (job, next) =
+                            (&pipeline.transforms[pair[0]], &pipeline.transforms[pair[1]]);
+                        let line = line_naming(&job.sql, &next.table.to_string())
+                            .map(|l| format!(":{l}"))
+                            .unwrap_or_default();
+                        format!("{}{line} reads {}", job.sql_file.display(), next.table)
+                    })
+                    .collect();
                 return Err(Error::Pipeline {
                     file: pipeline.transforms[i].origin.file.clone(),
-                    message: format!("dependency cycle: {}", names.join(" -> ")),
+                    message: format!(
+                        "dependency cycle: {} ({})",
+                        names.join(" -> "),
+                        reads.join("; ")
+                    ),
                     hint: Some("a transform cannot read, directly or through others, the table it produces".into()),
                 });
             }

@@ -149,6 +149,15 @@ pub async fn validate(pipeline: &Pipeline) -> Result<Validated> {
         lineage.insert(job.table.clone(), query_lineage(&logical));
         let schema = schema_to_arrow_schema(&schema_of(&columns)?)?;
         for p in &job.partition_by {
+            if let Some(column) = columns.iter().find(|c| c.name == p.source) {
+                p.check_type(&column.ty).map_err(|message| Error::Spec {
+                    file: job.origin.file.clone(),
+                    line: job.origin.line,
+                    col: 1,
+                    message: format!("{}: {message} (as {} returns it)", job.table, job.sql_file.display()),
+                    hint: Some("partition by a date or timestamp column with year/month/day/hour, or by the column itself".into()),
+                })?;
+            }
             if schema.field_with_name(&p.source).is_err() {
                 return Err(Error::Spec {
                     file: job.origin.file.clone(),

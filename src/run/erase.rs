@@ -29,7 +29,7 @@ use super::audit::audit_staged;
 use super::erase_raw::raw_lines;
 use super::erase_sources::RewrittenSources;
 use super::execute::{execute, Start};
-use super::open::open;
+use super::open::{open, Scope};
 use super::options::RunOptions;
 use super::purge::purge;
 use super::report::Observer;
@@ -88,10 +88,17 @@ pub async fn erase(
     let (validated, lock) = if request.plan_only {
         (validate(pipeline).await?, None)
     } else {
+        // A purge deletes files: every pipeline of the project is held off meanwhile.
+        let scope = if request.purge {
+            Scope::Project
+        } else {
+            Scope::Pipeline
+        };
         let opened = open(
             pipeline,
             LockWait(Some(Duration::from_secs(3600))),
             observer.clone(),
+            scope,
         )
         .await?;
         (opened.validated, Some(opened.lock))
@@ -194,7 +201,18 @@ pub async fn erase(
             "purge after erase {run_id}: {}",
             request.invocation.reason.as_deref().unwrap_or("")
         ));
-        let purged = purge(&validated.catalog, pipeline, &run_id, erased, invocation).await?;
+        let held = lock
+            .as_ref()
+            .ok_or_else(|| Error::Internal("a purge without its locks".into()))?;
+        let purged = purge(
+            &validated.catalog,
+            pipeline,
+            &run_id,
+            erased,
+            invocation,
+            held,
+        )
+        .await?;
         report.purge = Some(purged);
     }
     drop(lock);

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use arrow::array::{AsArray, BooleanArray, RecordBatch, StringBuilder};
+use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, StringBuilder};
 use arrow::compute::CastOptions;
 use arrow::datatypes::{Field, Schema};
 use iceberg::arrow::schema_to_arrow_schema;
@@ -17,6 +17,24 @@ use crate::error::{Error, Result};
 use crate::ingest::RawFields;
 use crate::plan::subject::condition_columns;
 use crate::spec::{IngestJob, Pipeline};
+
+/// `file (lines 3, 7), other (line 2)`: where unsearched lines are, never what they hold.
+fn by_file(lines: &HashSet<(String, i64)>) -> String {
+    let mut files: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    for (file, line) in lines {
+        files.entry(file.as_str()).or_default().push(*line);
+    }
+    files
+        .into_iter()
+        .map(|(file, mut lines)| {
+            lines.sort_unstable();
+            let lines: Vec<String> = lines.iter().map(i64::to_string).collect();
+            let word = if lines.len() == 1 { "line" } else { "lines" };
+            format!("{file} ({word} {})", lines.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// The raw lines of `job`'s quarantine table whose fields make `condition` true, removed. Each
 /// line's fields are read as the ingest reads its files and typed as the bronze table types
@@ -72,11 +90,22 @@ pub(super) async fn raw_lines(
                 }
             }
             let text = text.finish();
-            arrays.push(arrow::compute::cast_with_options(
-                &text,
-                field.data_type(),
-                &cast,
-            )?);
+            let typed_values = arrow::compute::cast_with_options(&text, field.data_type(), &cast)?;
+            // A field that is there but does not read as the bronze type (an id `C-7` where
+            // a long is declared) cannot be compared: the line is listed, never passed over.
+            for i in 0..text.len() {
+                if text.is_valid(i) && typed_values.is_null(i) {
+                    unread
+                        .entry(format!(
+                            "its `{}` does not read as {}",
+                            field.name(),
+                            field.data_type()
+                        ))
+                        .or_default()
+                        .insert((files.value(i).to_string(), lines.value(i)));
+                }
+            }
+            arrays.push(typed_values);
         }
         let fields = RecordBatch::try_new(typed.clone(), arrays)?;
         true_rows(physical.as_ref(), &fields, condition)
@@ -99,8 +128,9 @@ pub(super) async fn raw_lines(
         .into_iter()
         .map(|(why, lines)| {
             format!(
-                "{quarantine}: {} quarantined line(s) not searched: {why}",
-                lines.len()
+                "{quarantine}: {} quarantined line(s) not searched ({why}): {}",
+                lines.len(),
+                by_file(&lines)
             )
         })
         .collect();

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use crate::commit::ledger::{fingerprint, LoadedFile};
+use crate::commit::replace_landing_file;
 use crate::error::{Error, Result};
 use crate::ingest::rewrite_without;
 use crate::spec::{IngestJob, Pipeline};
@@ -58,7 +59,7 @@ impl RewrittenSources {
     /// Moves every rewritten file over its original.
     pub fn commit(mut self) -> Result<()> {
         for (rewritten, original) in std::mem::take(&mut self.pending) {
-            std::fs::rename(&rewritten, &original).map_err(|e| Error::io(&original, e))?;
+            replace_landing_file(&rewritten, &original, true)?;
         }
         Ok(())
     }
@@ -66,8 +67,8 @@ impl RewrittenSources {
 
 impl Drop for RewrittenSources {
     fn drop(&mut self) {
-        for (rewritten, _) in &self.pending {
-            let _ = std::fs::remove_file(rewritten);
+        for (rewritten, original) in &self.pending {
+            let _ = replace_landing_file(rewritten, original, false);
         }
     }
 }

@@ -26,16 +26,19 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 
+use super::maintain_delete::Cleanup;
 use super::maintain_publish::{execute, Executed};
 use super::maintenance::{MaintainReport, Planned, TableMaintenance};
-use super::open::lock_and_recover;
+use super::open::{lock_project_and_recover, refuse_outside_warehouse, Held};
 use super::report::Observer;
 use crate::catalog::lock::LockWait;
 use crate::catalog::{Invocation, PipelineCatalog};
+use crate::commit::deletion::UNREFERENCED_MIN_AGE;
 use crate::commit::summary::INPUTS;
 use crate::commit::{expirable, Expiry};
 use crate::compact::{select, Sizes};
 use crate::error::{Error, Result};
+use crate::fault::pause_point;
 use crate::spec::{Pipeline, TableName};
 
 /// How `pipeline maintain` is asked to run.
@@ -56,6 +59,9 @@ pub struct MaintainOptions {
     pub now: Option<DateTime<Utc>>,
     /// The erase this maintenance purges (`pipeline erase --purge`), named in its record.
     pub purge_of: Option<String>,
+    /// Files in a table's folder that nothing references are deleted once this old (an hour:
+    /// a younger one may be a writer's this project's locks do not hold off; a purge: any).
+    pub unreferenced_age: std::time::Duration,
 }
 
 impl MaintainOptions {
@@ -69,11 +75,13 @@ impl MaintainOptions {
             invocation: Invocation::current(None, None),
             now: None,
             purge_of: None,
+            unreferenced_age: UNREFERENCED_MIN_AGE,
         }
     }
 }
 
-/// Maintains the tables of `pipeline` (see the module doc). Takes the pipeline's run lock.
+/// Maintains the tables of `pipeline` (see the module doc). Takes the run lock of every
+/// pipeline of the project (it deletes files some of them may read).
 pub async fn maintain_pipeline(
     pipeline: &Pipeline,
     options: &MaintainOptions,
@@ -81,24 +89,30 @@ pub async fn maintain_pipeline(
 ) -> Result<MaintainReport> {
     let catalog = PipelineCatalog::connect(&pipeline.catalog).await?;
     if options.plan_only {
-        return maintain_locked(&catalog, pipeline, options, observer).await;
+        return maintain_locked(&catalog, pipeline, options, observer, None).await;
     }
-    let _locked =
-        lock_and_recover(&catalog, &pipeline.name, options.wait, observer.clone()).await?;
-    maintain_locked(&catalog, pipeline, options, observer).await
+    let locked =
+        lock_project_and_recover(&catalog, pipeline, options.wait, observer.clone()).await?;
+    refuse_outside_warehouse(&catalog, pipeline).await?;
+    maintain_locked(&catalog, pipeline, options, observer, Some(&locked.lock)).await
 }
 
-/// Maintains the tables of `pipeline` on `catalog`; the caller holds the pipeline's run lock
-/// (or only plans).
+/// Maintains the tables of `pipeline` on `catalog`; the caller holds `held` (at least the
+/// pipeline's run lock), or only plans (`None`).
 pub(super) async fn maintain_locked(
     catalog: &PipelineCatalog,
     pipeline: &Pipeline,
     options: &MaintainOptions,
     observer: Arc<dyn Observer>,
+    held: Option<&Held>,
 ) -> Result<MaintainReport> {
     let clock = Instant::now();
     let now = options.now.unwrap_or_else(Utc::now);
     let planned = plan(catalog, pipeline, options, now).await?;
+    let locations: Vec<String> = planned
+        .iter()
+        .map(|p| p.table.metadata().location().to_string())
+        .collect();
     let mut report = MaintainReport {
         pipeline: pipeline.name.clone(),
         run_id: None,
@@ -107,20 +121,39 @@ pub(super) async fn maintain_locked(
         tables: Vec::new(),
         undo: None,
     };
-    if options.plan_only || !planned.iter().any(|p| p.report.changes()) {
+    let Some(held) = held.filter(|_| !options.plan_only) else {
         report.tables = planned.into_iter().map(|p| p.report).collect();
         report.seconds = clock.elapsed().as_secs_f64();
         return Ok(report);
-    }
-    let Executed { record, tables } = execute(
-        catalog,
-        pipeline,
-        planned,
-        &options.invocation,
-        options.purge_of.as_deref(),
-        observer,
-    )
-    .await?;
+    };
+    let Executed {
+        record,
+        mut tables,
+        freed,
+    } = if planned.iter().any(|p| p.report.changes()) {
+        execute(
+            catalog,
+            pipeline,
+            planned,
+            &options.invocation,
+            options.purge_of.as_deref(),
+            observer,
+        )
+        .await?
+    } else {
+        Executed {
+            record: None,
+            tables: planned.into_iter().map(|p| p.report).collect(),
+            freed: Vec::new(),
+        }
+    };
+    pause_point("maintain-published");
+    let cleanup = Cleanup {
+        held,
+        unreferenced_age: options.unreferenced_age,
+        locations: &locations,
+    };
+    cleanup.run(catalog, pipeline, freed, &mut tables).await?;
     report.undo = record.as_ref().and_then(|r| r.undo_command());
     report.run_id = record.map(|r| r.run_id);
     report.tables = tables;
@@ -128,21 +161,23 @@ pub(super) async fn maintain_locked(
     Ok(report)
 }
 
-/// `after_run = true`: maintains the tables a run just published, under the run's lock, as
-/// its own recorded operation. A failure is returned as text: the run stays published.
+/// `after_run = true`: maintains the tables a run just published, under the run's lock
+/// (`held`), as its own recorded operation. A failure is returned as text: the run stays
+/// published.
 pub(super) async fn after_run(
     catalog: &PipelineCatalog,
     pipeline: &Pipeline,
     tables: &[String],
     invocation: &Invocation,
     observer: Arc<dyn Observer>,
+    held: &Held,
 ) -> std::result::Result<MaintainReport, String> {
     let options = MaintainOptions {
         tables: Some(tables.iter().filter_map(|t| TableName::parse(t)).collect()),
         invocation: invocation.clone(),
         ..MaintainOptions::new(LockWait(None))
     };
-    maintain_locked(catalog, pipeline, &options, observer)
+    maintain_locked(catalog, pipeline, &options, observer, Some(held))
         .await
         .map_err(|e| {
             tracing::warn!(pipeline = %pipeline.name, error = %e, "maintenance after the run failed");

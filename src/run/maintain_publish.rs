@@ -29,10 +29,12 @@ use crate::fault::pause_point;
 use crate::spec::Pipeline;
 
 /// What the writing half did: the published record (`None` when no table needed a change
-/// after all) and every table's report.
+/// after all), every table's report, and per table (by index) the files the published expiry
+/// freed, for the deletion step.
 pub(super) struct Executed {
     pub record: Option<RunRecord>,
     pub tables: Vec<TableMaintenance>,
+    pub freed: Vec<(usize, Vec<String>)>,
 }
 
 /// One table's change in one publish attempt.
@@ -196,8 +198,10 @@ pub(super) async fn execute(
         return Ok(Executed {
             record: None,
             tables: planned.into_iter().map(|p| p.report).collect(),
+            freed: Vec::new(),
         });
     };
+    let mut freed_files = Vec::new();
     let mut reports: Vec<TableMaintenance> = planned.into_iter().map(|p| p.report).collect();
     for after in done {
         let report = &mut reports[after.index];
@@ -208,26 +212,23 @@ pub(super) async fn execute(
         if compacted[after.index].is_none() {
             report.compaction.groups.clear();
         }
-        for path in &after.old_metadata {
-            delete(catalog, path, report).await;
+        let mut freed = after.old_metadata;
+        if let Some(unreferenced) = after.unreferenced {
+            report.deleted_data_files = unreferenced.data_files;
+            report.deleted_bytes = unreferenced.data_bytes;
+            if catalog.kind() == "s3tables" {
+                report.note =
+                    Some("S3 Tables removes the files expired snapshots referenced itself".into());
+            } else {
+                freed.extend(unreferenced.files);
+            }
         }
-        let Some(unreferenced) = after.unreferenced else {
-            continue;
-        };
-        report.deleted_data_files = unreferenced.data_files;
-        report.deleted_bytes = unreferenced.data_bytes;
-        if catalog.kind() == "s3tables" {
-            report.note =
-                Some("S3 Tables removes the files expired snapshots referenced itself".into());
-            continue;
-        }
-        for path in &unreferenced.files {
-            delete(catalog, path, report).await;
-        }
+        freed_files.push((after.index, freed));
     }
     Ok(Executed {
         record: Some(record),
         tables: reports,
+        freed: freed_files,
     })
 }
 
@@ -327,6 +328,7 @@ async fn build(
                 snapshot_after: Some(head),
                 rows,
                 expired,
+                dropped_metadata: None,
             },
         },
         change: TableChange {
@@ -348,18 +350,6 @@ fn skip_lost_groups(report: &mut TableMaintenance, rebased: &StagedTable) {
             && !report.skipped_partitions.contains(&group.partition)
         {
             report.skipped_partitions.push(group.partition.clone());
-        }
-    }
-}
-
-/// Deletes one file no kept snapshot needs, counting it (or, when it cannot be deleted, the
-/// failure: the commit is in, and `pipeline orphans` finds the file later).
-async fn delete(catalog: &PipelineCatalog, path: &str, report: &mut TableMaintenance) {
-    match catalog.file_io().delete(path).await {
-        Ok(()) => report.deleted_files += 1,
-        Err(e) => {
-            tracing::warn!(file = %path, error = %e, "could not delete a file no snapshot needs");
-            report.undeleted_files += 1;
         }
     }
 }

@@ -31,6 +31,13 @@ pub struct TableMaintenance {
     pub deleted_bytes: u64,
     /// Files that could not be deleted (`pipeline orphans` lists them later).
     pub undeleted_files: u64,
+    /// Files in the table's folder that nothing references (left by a killed run or
+    /// maintenance; older than an hour, or any age for a purge), deleted, and their bytes.
+    pub unreferenced_deleted: u64,
+    pub unreferenced_bytes: u64,
+    /// Files that were not deleted, and why (the deletion path refused or the storage failed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<crate::commit::Kept>,
     /// `main` before and after.
     pub snapshot_before: Option<i64>,
     pub snapshot_after: Option<i64>,

@@ -21,7 +21,7 @@ use chrono::{SecondsFormat, Utc};
 use super::audit::audit_staged;
 use super::execute::{execute, Start};
 use super::maintain::after_run;
-use super::open::{open, Opened};
+use super::open::{open, Opened, Scope};
 use super::options::RunOptions;
 use super::report::{Observer, RunReport};
 use crate::catalog::{new_run_id, tick_key, RunKind, RunRecord};
@@ -88,7 +88,8 @@ async fn run(
     options: RunOptions,
 ) -> Result<Served> {
     let clock = Instant::now();
-    let Opened { validated, lock } = open(pipeline, options.wait, observer.clone()).await?;
+    let Opened { validated, lock } =
+        open(pipeline, options.wait, observer.clone(), Scope::Pipeline).await?;
     if let Some(tick) = options.tick {
         if let Some(run_id) = served_by(&validated.catalog, &pipeline.name, tick).await? {
             return Ok(Served::AlreadyServed { run_id });
@@ -171,6 +172,7 @@ async fn run(
             &tables,
             &options.invocation,
             observer.clone(),
+            &lock,
         )
         .await
         {

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::open::Held;
 use crate::catalog::lock::LockWait;
 use crate::catalog::{Invocation, PipelineCatalog};
 use crate::error::Result;
@@ -11,8 +12,9 @@ use crate::spec::{Pipeline, TableName};
 /// `--purge` of the erase `erase_run`: the erased `tables` keep only their current snapshot.
 /// Every older one (even those kept for rollback and for incremental runs) expires, and the
 /// data files, manifests and metadata files only they referenced are deleted: no file of the
-/// warehouse holds the erased rows afterwards. The caller holds the pipeline's run lock (the
-/// erase's), so no run comes in between. Recorded as `maintain` runs whose records name the
+/// warehouse holds the erased rows afterwards, nor does any file in the tables' folders that
+/// nothing references (a killed run's), whatever its age. The caller holds the run lock of
+/// every pipeline of the project (`held`, the erase's), so no run comes in between. Recorded as `maintain` runs whose records name the
 /// erase (`purge_of`) and what each table lost; it cannot be undone.
 pub(super) async fn purge(
     catalog: &PipelineCatalog,
@@ -20,6 +22,7 @@ pub(super) async fn purge(
     erase_run: &str,
     tables: Vec<TableName>,
     invocation: Invocation,
+    held: &Held,
 ) -> Result<super::MaintainReport> {
     let mut spec = pipeline.clone();
     spec.maintenance.expire_older_than = Duration::ZERO;
@@ -30,14 +33,18 @@ pub(super) async fn purge(
     options.expire_protected = true;
     options.invocation = invocation;
     options.purge_of = Some(erase_run.to_string());
+    // Files nothing references (a killed run's) may hold the subject too: all go, any age.
+    options.unreferenced_age = Duration::ZERO;
     // First pass: manifests rewritten to hold live files only (the erase snapshot's manifests
     // still list the removed files, with their column bounds), older snapshots expired.
     spec.maintenance.max_manifests = 0;
     let silent = || Arc::new(super::Silent);
-    let first = super::maintain::maintain_locked(catalog, &spec, &options, silent()).await?;
+    let first =
+        super::maintain::maintain_locked(catalog, &spec, &options, silent(), Some(held)).await?;
     // Second pass: the erase snapshot itself, now older than the rewrite, expires too.
     spec.maintenance.max_manifests = usize::MAX;
-    let mut second = super::maintain::maintain_locked(catalog, &spec, &options, silent()).await?;
+    let mut second =
+        super::maintain::maintain_locked(catalog, &spec, &options, silent(), Some(held)).await?;
     // One report for both: what each table lost in all.
     for table in &mut second.tables {
         if let Some(before) = first.tables.iter().find(|t| t.table == table.table) {
@@ -46,6 +53,9 @@ pub(super) async fn purge(
             table.deleted_data_files += before.deleted_data_files;
             table.deleted_bytes += before.deleted_bytes;
             table.undeleted_files += before.undeleted_files;
+            table.unreferenced_deleted += before.unreferenced_deleted;
+            table.unreferenced_bytes += before.unreferenced_bytes;
+            table.kept.extend(before.kept.iter().cloned());
             table.rewrite_manifests |= before.rewrite_manifests;
             table.snapshot_before = before.snapshot_before;
             table.note = table.note.take().or(before.note.clone());

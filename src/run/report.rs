@@ -181,6 +181,9 @@ pub trait Observer: Send + Sync {
     fn checked(&self, _result: &QualityResult) {}
     /// Maintenance is working on `table` (e.g. "compacting 40 files in 3 partition(s)").
     fn maintaining(&self, _table: &TableName, _what: &str) {}
+    /// A command is about to do something a person should know of first (a rollback that
+    /// drops tables names them).
+    fn warning(&self, _what: &str) {}
 }
 
 /// An observer that shows nothing.

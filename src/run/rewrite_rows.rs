@@ -302,6 +302,7 @@ impl Rewrite<'_> {
             snapshot_after: Some(staged.snapshot_id),
             rows: total_records(staged.metadata.snapshot_by_id(staged.snapshot_id)),
             expired: None,
+            dropped_metadata: None,
         };
         out.staged = Some((staged, entry));
         Ok(out)

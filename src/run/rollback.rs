@@ -1,11 +1,17 @@
 //! `pipeline rollback RUN`: every table the run changed goes back to the snapshot it had
-//! before the run, in one catalog transaction (tables the run created are dropped from the
-//! catalog). Refused, with nothing changed, when any of those tables moved after the run.
+//! before the run, in one catalog transaction. A table the run created is dropped from the
+//! embedded catalog (its files stay, and the rollback's record keeps its last metadata file)
+//! or emptied on a remote one; the rollback says so, naming each, before it publishes, and
+//! `--plan` shows it without changing anything. Every rollback is itself undoable: rolling it
+//! back moves each table forward again, registering a dropped table back from its last
+//! metadata while its files exist. Refused, with nothing changed, when any of those tables
+//! moved after the run.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use iceberg::spec::{SnapshotReference, SnapshotRetention, MAIN_BRANCH};
+use iceberg::spec::{SnapshotReference, SnapshotRetention, TableMetadata, MAIN_BRANCH};
+use serde::Serialize;
 
 use super::open::lock_and_recover;
 use super::report::Observer;
@@ -17,15 +23,55 @@ use crate::commit::summary::total_records;
 use crate::error::{Error, Result};
 use crate::spec::TableName;
 
-/// Undoes run `run_id` atomically and returns the record of the rollback (itself undoable).
-/// Like a run, it first takes its pipeline's run lock (waiting up to an hour for a run in
-/// progress) and resolves a publish an earlier command left half done, telling `observer`.
+/// One table's move in a rollback.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Reversal {
+    pub table: String,
+    /// `rollback` (main moves back), `drop` (the run created it: the embedded catalog drops
+    /// it), `empty` (the same on a remote catalog: main removed), `restore` (undo of a drop:
+    /// registered back from its last metadata) or `refill` (undo of an empty).
+    pub action: String,
+    /// `main` now, and after the rollback (`None`: no table, or no snapshot on main).
+    pub from: Option<i64>,
+    pub to: Option<i64>,
+    /// Rows after the rollback.
+    pub rows: u64,
+}
+
+/// What a rollback does (or, with `plan_only`, would do).
+#[derive(Debug, Clone, Serialize)]
+pub struct RollbackReport {
+    /// The run rolled back.
+    pub rolls_back: String,
+    pub planned_only: bool,
+    pub tables: Vec<Reversal>,
+    /// The record of the rollback; `None` when planned only.
+    pub record: Option<RunRecord>,
+}
+
+impl RollbackReport {
+    /// The tables the rollback drops or empties (the run created them).
+    pub fn dropped(&self) -> Vec<&str> {
+        self.tables
+            .iter()
+            .filter(|t| t.action == "drop" || t.action == "empty")
+            .map(|t| t.table.as_str())
+            .collect()
+    }
+}
+
+/// Undoes run `run_id` atomically (or, with `plan_only`, says how, changing nothing) and
+/// returns what it did, with the record of the rollback (itself undoable). Like a run, it
+/// first takes its pipeline's run lock (waiting up to an hour for a run in progress) and
+/// resolves a publish an earlier command left half done, telling `observer`; tables it drops
+/// are named to `observer` before anything is published.
 pub async fn rollback(
     catalog: &PipelineCatalog,
     run_id: &str,
     invocation: &Invocation,
     observer: Arc<dyn Observer>,
-) -> Result<RunRecord> {
+    plan_only: bool,
+) -> Result<RollbackReport> {
     let run = catalog.run(run_id).await?;
     if run.is_noop() && run.kind == RunKind::Maintain {
         return Err(Error::Usage(format!(
@@ -37,11 +83,21 @@ pub async fn rollback(
             "run {run_id} changed no table (it had nothing to do): there is nothing to undo"
         )));
     }
-    let wait = LockWait(Some(Duration::from_secs(3600)));
-    let _locked = lock_and_recover(catalog, &run.pipeline, wait, observer).await?;
+    let _locked = if plan_only {
+        None
+    } else {
+        let wait = LockWait(Some(Duration::from_secs(3600)));
+        Some(lock_and_recover(catalog, &run.pipeline, wait, observer.clone()).await?)
+    };
     let started = chrono::Utc::now();
     let mut publication = Publication::default();
-    let mut tables = Vec::new();
+    let mut records = Vec::new();
+    let mut report = RollbackReport {
+        rolls_back: run_id.to_string(),
+        planned_only: plan_only,
+        tables: Vec::new(),
+        record: None,
+    };
     for t in &run.tables {
         if t.snapshot_before == t.snapshot_after {
             // Expired snapshots only: there is nothing to move back.
@@ -49,74 +105,31 @@ pub async fn rollback(
         }
         let name = TableName::parse(&t.table)
             .ok_or_else(|| Error::Usage(format!("run record names a bad table `{}`", t.table)))?;
-        if t.snapshot_after.is_none() {
-            return Err(Error::Usage(format!(
-                "run {run_id} dropped {}; undoing a drop is not supported",
-                t.table
-            )));
-        }
-        let current = catalog.load(&name).await?;
-        let current_snapshot = current
-            .as_ref()
-            .and_then(|c| c.metadata().current_snapshot_id());
-        // Only compactions and manifest rewrites since the run (S3 Tables' own maintenance,
-        // `pipeline maintain`): the rows are the run's, and going back is still right.
-        let Some(current) = current.filter(|c| {
-            current_snapshot == t.snapshot_after
-                || only_replaced_since(c.metadata(), t.snapshot_after)
-        }) else {
-            return Err(Error::Conflict {
-                table: t.table.clone(),
-                message: format!(
-                    "run {run_id} left it at snapshot {}, it is now at {}; roll back the later runs first (`pipeline runs` lists them)",
-                    show(t.snapshot_after),
-                    show(current_snapshot)
-                ),
-            });
+        let (change, record) = match t.snapshot_after {
+            Some(_) => move_back(catalog, &run, t, &name).await?,
+            None => undo_drop(catalog, &run, t, &name).await?,
         };
-        let location = current.metadata_location_result()?.to_string();
-        let (metadata, operation, rows) = match t.snapshot_before {
-            Some(before) => {
-                if current.metadata().snapshot_by_id(before).is_none() {
-                    return Err(Error::table_msg(
-                        &name,
-                        format!(
-                            "cannot roll back run {run_id}: snapshot {before}, where it found the table, was expired by the spec's [retention] max_snapshots"
-                        ),
-                    ));
-                }
-                let metadata = current
-                    .metadata()
-                    .clone()
-                    .into_builder(Some(location.clone()))
-                    .set_ref(
-                        MAIN_BRANCH,
-                        SnapshotReference::new(before, SnapshotRetention::branch(None, None, None)),
-                    )?
-                    .build()?
-                    .metadata;
-                let rows = total_records(metadata.current_snapshot());
-                (Some(metadata), "rollback", rows)
-            }
-            // The embedded catalog drops a table the run created; remote catalogs, where the
-            // table existed (empty) before the run's publish, empty it.
-            None if catalog.local_warehouse().is_some() => (None, "drop", 0),
-            None => (None, "empty", 0),
-        };
-        tables.push(TableRecord {
+        report.tables.push(Reversal {
             table: t.table.clone(),
-            operation: operation.into(),
-            partitions: None,
-            snapshot_before: t.snapshot_after,
-            snapshot_after: t.snapshot_before,
-            rows,
-            expired: None,
+            action: record.operation.clone(),
+            from: record.snapshot_before,
+            to: record.snapshot_after,
+            rows: record.rows,
         });
-        publication.changes.push(TableChange {
-            table: name,
-            expected_location: Some(location),
-            metadata,
-        });
+        records.push(record);
+        publication.changes.push(change);
+    }
+    if plan_only {
+        return Ok(report);
+    }
+    let dropped = report.dropped();
+    if !dropped.is_empty() {
+        observer.warning(&format!(
+            "run {run_id} created {}: the rollback drops {} (the files stay; rolling back this rollback registers {} back)",
+            dropped.join(", "),
+            if dropped.len() == 1 { "it" } else { "them" },
+            if dropped.len() == 1 { "it" } else { "them" },
+        ));
     }
     let new_id = new_run_id(started);
     let record = RunRecord::new(
@@ -128,10 +141,215 @@ pub async fn rollback(
     )
     .rolling_back(run_id)
     .finished_now()
-    .with_tables(tables);
+    .with_tables(records);
     publication.record = Some(record.clone());
     publish(catalog, publication).await?;
-    Ok(record)
+    report.record = Some(record);
+    Ok(report)
+}
+
+/// The change that moves `t`'s table back to where `run` found it: to its snapshot before
+/// the run, or (the run created it) dropped / emptied.
+async fn move_back(
+    catalog: &PipelineCatalog,
+    run: &RunRecord,
+    t: &TableRecord,
+    name: &TableName,
+) -> Result<(TableChange, TableRecord)> {
+    let run_id = &run.run_id;
+    let current = catalog.load(name).await?;
+    let current_snapshot = current
+        .as_ref()
+        .and_then(|c| c.metadata().current_snapshot_id());
+    // Only compactions and manifest rewrites since the run (S3 Tables' own maintenance,
+    // `pipeline maintain`): the rows are the run's, and going back is still right.
+    let Some(current) = current.filter(|c| {
+        current_snapshot == t.snapshot_after || only_replaced_since(c.metadata(), t.snapshot_after)
+    }) else {
+        return Err(Error::Conflict {
+            table: t.table.clone(),
+            message: format!(
+                "run {run_id} left it at snapshot {}, it is now at {}; roll back the later runs first (`pipeline runs` lists them)",
+                show(t.snapshot_after),
+                show(current_snapshot)
+            ),
+        });
+    };
+    let location = current.metadata_location_result()?.to_string();
+    let (metadata, operation, rows, dropped_metadata) = match t.snapshot_before {
+        Some(before) => {
+            if current.metadata().snapshot_by_id(before).is_none() {
+                return Err(expired(catalog, name, run, before).await);
+            }
+            let metadata = with_main(current.metadata(), &location, before)?;
+            let rows = total_records(metadata.current_snapshot());
+            (Some(metadata), "rollback", rows, None)
+        }
+        // The embedded catalog drops a table the run created (keeping where its metadata is,
+        // for the undo); remote catalogs, where the table existed (empty) before the run's
+        // publish, empty it.
+        None if catalog.local_warehouse().is_some() => (None, "drop", 0, Some(location.clone())),
+        None => (None, "empty", 0, None),
+    };
+    Ok((
+        TableChange {
+            table: name.clone(),
+            expected_location: Some(location),
+            metadata,
+        },
+        TableRecord {
+            table: t.table.clone(),
+            operation: operation.into(),
+            partitions: None,
+            snapshot_before: current_snapshot,
+            snapshot_after: t.snapshot_before,
+            rows,
+            expired: None,
+            dropped_metadata,
+        },
+    ))
+}
+
+/// The change that undoes a rollback's drop (registers the table back from the metadata file
+/// the rollback recorded) or empty (moves `main` back to the snapshot it had).
+async fn undo_drop(
+    catalog: &PipelineCatalog,
+    run: &RunRecord,
+    t: &TableRecord,
+    name: &TableName,
+) -> Result<(TableChange, TableRecord)> {
+    let run_id = &run.run_id;
+    let Some(to) = t.snapshot_before else {
+        return Err(Error::Internal(format!(
+            "run {run_id} records {} with no snapshot before or after",
+            t.table
+        )));
+    };
+    let current = catalog.load(name).await?;
+    let (change, operation) = match (t.operation.as_str(), current) {
+        ("drop", Some(_)) => {
+            return Err(Error::Conflict {
+                table: t.table.clone(),
+                message: format!(
+                    "run {run_id} dropped it, and a table of that name exists again; roll back the run that created it first (`pipeline runs` lists it)"
+                ),
+            })
+        }
+        ("drop", None) => {
+            let Some(location) = &t.dropped_metadata else {
+                return Err(Error::Usage(format!(
+                    "run {run_id} dropped {} before rollbacks recorded where a dropped table's metadata is; it cannot be registered back by this command",
+                    t.table
+                )));
+            };
+            let metadata = TableMetadata::read_from(catalog.file_io(), location)
+                .await
+                .map_err(|e| {
+                    Error::table_msg(
+                        name,
+                        format!(
+                            "cannot be registered back: its last metadata file {location} cannot be read ({e}); its files were deleted"
+                        ),
+                    )
+                })?;
+            let metadata = with_main(&metadata, location, to)?;
+            (
+                TableChange {
+                    table: name.clone(),
+                    expected_location: None,
+                    metadata: Some(metadata),
+                },
+                "restore",
+            )
+        }
+        (_, Some(current)) if current.metadata().current_snapshot_id().is_none() => {
+            let location = current.metadata_location_result()?.to_string();
+            if current.metadata().snapshot_by_id(to).is_none() {
+                return Err(expired(catalog, name, run, to).await);
+            }
+            (
+                TableChange {
+                    table: name.clone(),
+                    metadata: Some(with_main(current.metadata(), &location, to)?),
+                    expected_location: Some(location),
+                },
+                "refill",
+            )
+        }
+        (_, current) => {
+            return Err(Error::Conflict {
+                table: t.table.clone(),
+                message: format!(
+                    "run {run_id} emptied it, and it is now at {}; roll back the later runs first (`pipeline runs` lists them)",
+                    show(current.and_then(|c| c.metadata().current_snapshot_id()))
+                ),
+            })
+        }
+    };
+    let rows = change
+        .metadata
+        .as_ref()
+        .map_or(0, |m| total_records(m.current_snapshot()));
+    Ok((
+        change,
+        TableRecord {
+            table: t.table.clone(),
+            operation: operation.into(),
+            partitions: None,
+            snapshot_before: None,
+            snapshot_after: Some(to),
+            rows,
+            expired: None,
+            dropped_metadata: None,
+        },
+    ))
+}
+
+/// `metadata` (read from `location`) with `main` at `snapshot`.
+fn with_main(metadata: &TableMetadata, location: &str, snapshot: i64) -> Result<TableMetadata> {
+    Ok(metadata
+        .clone()
+        .into_builder(Some(location.to_string()))
+        .set_ref(
+            MAIN_BRANCH,
+            SnapshotReference::new(snapshot, SnapshotRetention::branch(None, None, None)),
+        )?
+        .build()?
+        .metadata)
+}
+
+/// The refusal for a snapshot that is no longer in the table: which command expired it.
+async fn expired(
+    catalog: &PipelineCatalog,
+    table: &TableName,
+    run: &RunRecord,
+    snapshot: i64,
+) -> Error {
+    let by = match catalog.runs().await {
+        Ok(runs) => runs
+            .into_iter()
+            .rev()
+            .find(|r| {
+                r.kind == RunKind::Maintain
+                    && r.run_id > run.run_id
+                    && r.tables
+                        .iter()
+                        .any(|t| t.table == table.to_string() && t.expired.is_some())
+            })
+            .map(|r| match &r.purge_of {
+                Some(erase) => format!("the purge ({}) of erase {erase}", r.run_id),
+                None => format!("maintenance {}", r.run_id),
+            }),
+        Err(_) => None,
+    };
+    let by = by.unwrap_or_else(|| "the spec's [retention] max_snapshots".into());
+    Error::table_msg(
+        table,
+        format!(
+            "cannot roll back run {}: snapshot {snapshot}, where it found the table, was expired by {by}",
+            run.run_id
+        ),
+    )
 }
 
 fn show(snapshot: Option<i64>) -> String {

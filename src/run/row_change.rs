@@ -84,6 +84,17 @@ pub async fn change_rows(
         observer,
     )
     .await?;
+    let location = catalog.load_existing(&change.table).await?;
+    let location = location.metadata().location();
+    if let Some(warehouse) = catalog.outside_warehouse(location) {
+        return Err(Error::table_msg(
+            &change.table,
+            format!(
+                "its files are at {location}, outside this catalog's warehouse {}: the project was probably copied; nothing was changed",
+                warehouse.display()
+            ),
+        ));
+    }
     let started = chrono::Utc::now();
     let run_id = new_run_id(started);
     let part = stage_row_change(catalog, pipeline, &run_id, change, false).await?;

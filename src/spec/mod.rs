@@ -36,7 +36,7 @@ pub use ingest::{
 };
 pub use load::{
     display_path_in, list_pipelines, load_pipeline, load_pipeline_file, load_with_catalog,
-    producer_of,
+    pipeline_names, producer_of,
 };
 pub use maintenance::Maintenance;
 pub use partition::{Grain, PartitionField};

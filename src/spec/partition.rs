@@ -59,8 +59,13 @@ impl PartitionField {
             let n = n.ok_or_else(|| format!("`{name}` needs a width: {name}(N, {column})"))?;
             n.parse::<u32>()
                 .ok()
-                .filter(|v| *v > 0)
-                .ok_or_else(|| format!("`{name}` width must be a positive integer, got `{n}`"))
+                .filter(|v| *v > 0 && *v <= i32::MAX as u32)
+                .ok_or_else(|| {
+                    format!(
+                        "`{name}` width must be a whole number from 1 to {}, got `{n}`",
+                        i32::MAX
+                    )
+                })
         };
         let transform = match name.as_str() {
             "identity" if number.is_none() => Transform::Identity,
@@ -77,6 +82,27 @@ impl PartitionField {
             transform,
             text: t.to_string(),
         })
+    }
+
+    /// Whether this field's transform applies to a source column of type `ty` (Iceberg's own
+    /// rules: `month` needs a date or timestamp, `truncate` a string, number or binary, ...).
+    pub fn check_type(&self, ty: &iceberg::spec::Type) -> Result<(), String> {
+        match self.transform.result_type(ty) {
+            Ok(_) => Ok(()),
+            Err(_) => {
+                let needs = match self.transform {
+                    Transform::Year | Transform::Month | Transform::Day => "a date or timestamp",
+                    Transform::Hour => "a timestamp",
+                    Transform::Truncate(_) => "a string, int, long, decimal or binary",
+                    Transform::Bucket(_) => "a column of a primitive type (not float or double)",
+                    _ => "a column of a primitive type",
+                };
+                Err(format!(
+                    "partition_by `{}` needs {needs} column; `{}` is {ty}",
+                    self.text, self.source
+                ))
+            }
+        }
     }
 
     /// The Iceberg partition field name: `order_ts_day`, `id_bucket_16`, or the column itself.

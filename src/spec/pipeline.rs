@@ -41,6 +41,20 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// Every table this pipeline writes (each job's, and its quarantine table), in spec order.
+    pub fn tables_written(&self) -> Vec<super::TableName> {
+        let mut out = Vec::new();
+        let jobs = self.ingests.iter().map(|j| &j.table);
+        for table in jobs.chain(self.transforms.iter().map(|j| &j.table)) {
+            for t in [table.clone(), table.quarantine()] {
+                if !out.contains(&t) {
+                    out.push(t);
+                }
+            }
+        }
+        out
+    }
+
     /// Switches to the catalog `[catalogs.NAME]` (the `--catalog NAME` option).
     pub fn use_catalog(&mut self, name: &str) -> crate::error::Result<()> {
         match self.catalogs.get(name) {

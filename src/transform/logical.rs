@@ -22,7 +22,10 @@ pub async fn logical_plan(
         .await
         .map_err(|r| Error::Sql {
             file: job.sql_file.clone(),
-            line: r.line.or_else(|| line_of_named_field(&job.sql, &r.message)),
+            line: r
+                .line
+                .or_else(|| line_of_named_field(&job.sql, &r.message))
+                .or_else(|| line_of_quoted_name(&job.sql, &r.message)),
             message: r.message,
         })
 }
@@ -57,6 +60,31 @@ pub fn output_columns(job: &TransformJob, plan: &LogicalPlan) -> Result<Vec<Desi
             })
         })
         .collect()
+}
+
+/// For a message naming something in quotes (`Invalid function 'foo'`, `table 'x' not found`),
+/// the first line of the SQL that mentions the first such name as a word.
+fn line_of_quoted_name(sql: &str, message: &str) -> Option<usize> {
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let lower = sql.to_ascii_lowercase();
+    for quote in ['\'', '"', '`'] {
+        for name in message.split(quote).skip(1).step_by(2) {
+            let name = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
+            if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let line = lower.lines().position(|line| {
+                line.match_indices(&name).any(|(i, _)| {
+                    !is_word(line[..i].chars().next_back())
+                        && !is_word(line[i + name.len()..].chars().next())
+                })
+            });
+            if let Some(line) = line {
+                return Some(line + 1);
+            }
+        }
+    }
+    None
 }
 
 /// For `No field named x`, the first line of the SQL that mentions `x` as a word.

@@ -151,3 +151,45 @@ fn no_file_holds_two_ideas_and_main_is_a_thin_shell() {
         long.join("\n")
     );
 }
+
+/// One path for deleting files (DESIGN.md, decision 8): outside unit tests, only the deletion
+/// path (`commit/deletion.rs`) removes or replaces files, and only the embedded warehouse's
+/// storage (`catalog/local_fs.rs`, which that path calls through iceberg's `FileIO`)
+/// implements removal; nothing else calls `FileIO::delete`.
+#[test]
+fn only_the_deletion_path_removes_files() {
+    let allowed = ["commit/deletion.rs", "catalog/local_fs.rs"];
+    let removals = [
+        "remove_file(",
+        "remove_dir(",
+        "remove_dir_all(",
+        "fs::rename(",
+        "file_io().delete",
+        ".delete_prefix(",
+        ".delete_stream(",
+        "FileIO::delete",
+    ];
+    let mut found = Vec::new();
+    for (path, _) in sources() {
+        let relative = path.strip_prefix(repo().join("src")).unwrap().to_path_buf();
+        if allowed.iter().any(|a| relative == Path::new(a)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, line) in without_unit_tests(&text).lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            // The snapshot summary collector's `remove_file` counts a file; it deletes nothing.
+            if code.contains("collector.remove_file(") {
+                continue;
+            }
+            if removals.iter().any(|r| code.contains(r)) {
+                found.push(format!("{}:{}: {}", relative.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "files removed outside commit/deletion.rs:\n{}",
+        found.join("\n")
+    );
+}

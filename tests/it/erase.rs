@@ -155,6 +155,26 @@ fn erase_with_purge_leaves_no_file_holding_the_customer() {
     // With quarantined lines of customer 5 too (their product: "Dana Widget").
     let p = crate::erase_reach::project();
     p.json(&["run", "retail"]);
+    // A run killed after writing a new order of customer 5 into bronze, silver and gold:
+    // files nothing references, which a purge must reach too (the landing file then goes).
+    let late = "sample-data/retail/orders/pos_2026-03-29.csv";
+    p.write(
+        late,
+        "order_id,customer_id,order_ts,product,quantity,unit_price,status
+1201,5,2026-03-29 10:00:00,Dana Widget,1,5.00,placed
+",
+    );
+    p.start_paused(&["run", "retail"], "staged", None).kill();
+    std::fs::remove_file(p.path().join(late)).unwrap();
+    let killed = p.json(&["orphans", "--older-than", "0"]);
+    assert!(
+        killed["orphans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["table"] == "gold.customer_metrics"),
+        "{killed}"
+    );
     // Before: their rows are in bronze, silver and gold files (the search can find them).
     let before = files_holding_customer_5(&p);
     for layer in [
@@ -196,6 +216,8 @@ fn erase_with_purge_leaves_no_file_holding_the_customer() {
     let sum = |key: &str| tables.iter().map(|t| t[key].as_u64().unwrap()).sum::<u64>();
     assert!(sum("expired_snapshots") >= 10, "{done}");
     assert!(sum("deleted_data_files") >= 10, "{done}");
+    // The killed run's files were deleted too, whatever their age, and the report says so.
+    assert!(sum("unreferenced_deleted") >= 4, "{done}");
     // The erase's receipt lists the purge: its records name the erase and say, per table,
     // what was expired and freed, as the command reported it.
     let receipt = p.json(&["run-info", erase_run]);
@@ -216,6 +238,16 @@ fn erase_with_purge_leaves_no_file_holding_the_customer() {
     // intact; the next run works and does not bring them back.
     assert_eq!(files_holding_customer_5(&p), Vec::<String>::new());
     p.json(&["check"]);
+    // The erase cannot be rolled back: the refusal names the purge, not a retention setting
+    // the spec does not have.
+    let (code, message) = p.fails(&["rollback", erase_run]);
+    assert_eq!(code, 1, "{message}");
+    assert!(message.contains("was expired by the purge"), "{message}");
+    assert!(
+        message.contains(&format!("of erase {erase_run}")),
+        "{message}"
+    );
+    assert!(!message.contains("max_snapshots"), "{message}");
     p.json(&["run", "retail"]);
     assert_eq!(files_holding_customer_5(&p), Vec::<String>::new());
 }

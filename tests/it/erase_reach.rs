@@ -383,3 +383,52 @@ fn a_subject_column_under_another_name_is_found_by_lineage_or_the_erase_key() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("gold.refs") && err.contains("reff"), "{err}");
 }
+
+#[test]
+fn quarantined_lines_that_cannot_be_read_are_listed_by_file_and_line() {
+    let p = project();
+    // A JSON line cut short after the subject's id, and a customer line whose id is no
+    // number but which holds the subject's name and e-mail.
+    let web = std::fs::read_to_string(p.path().join(WEB_FILE)).unwrap();
+    p.write(
+        WEB_FILE,
+        &format!("{web}{{\"order_id\": 2103, \"customer_id\": 5, \"product\": \"Dana Wid\n"),
+    );
+    p.write(
+        "sample-data/retail/customers/late.csv",
+        "customer_id,name,email,country,updated_at\nC-5,Dana Weiss,dana.weiss@example.com,DE,2026-03-01 00:00:00\n",
+    );
+    p.json(&["run", "retail"]);
+    let plan = p.json(&["erase", "retail", "--where", "customer_id = 5", "--plan"]);
+    let listed: Vec<&str> = plan["erase"]["not_searched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    let web_line = listed
+        .iter()
+        .find(|l| l.starts_with("bronze.web_orders__quarantine"))
+        .unwrap_or_else(|| panic!("the cut JSON line is not listed: {listed:?}"));
+    assert!(web_line.contains("not a JSON object"), "{web_line}");
+    assert!(
+        web_line.contains(&format!("{WEB_FILE} (line 3)")),
+        "{web_line}"
+    );
+    let customer_line = listed
+        .iter()
+        .find(|l| l.starts_with("bronze.customers__quarantine"))
+        .unwrap_or_else(|| panic!("the C-5 line is not listed: {listed:?}"));
+    assert!(
+        customer_line.contains("`customer_id` does not read as"),
+        "{customer_line}"
+    );
+    assert!(
+        customer_line.contains("sample-data/retail/customers/late.csv (line 2)"),
+        "{customer_line}"
+    );
+    // The receipt never holds an erased value.
+    for line in &listed {
+        assert!(!line.contains("Dana"), "{line}");
+    }
+}

@@ -14,6 +14,7 @@ mod concurrency;
 mod conflicts;
 mod crash;
 mod damaged;
+mod deletion;
 mod docs_site;
 mod erase;
 mod erase_reach;

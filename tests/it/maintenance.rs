@@ -281,7 +281,9 @@ fn rows_deleted_from_a_table_are_physically_gone_after_expiry() {
 #[test]
 fn another_writer_during_compaction_is_rebased_and_a_rewrite_of_its_files_skips_that_partition() {
     let p = Project::retail();
-    // A second pipeline loading late files into the same bronze table (its own run lock).
+    // A writer outside this project (so its locks do not hold it off): a pipeline of another
+    // project loading late files into the same bronze table of the same catalog.
+    let other = Project::empty();
     let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
     let ingest_start = spec.find("[[ingest]]").unwrap();
     let ingest_end = spec[ingest_start + 1..].find("[[ingest]]").unwrap() + ingest_start + 1;
@@ -289,21 +291,25 @@ fn another_writer_during_compaction_is_rebased_and_a_rewrite_of_its_files_skips_
         "path = [\"sample-data/retail/orders/*.csv\"]",
         "path = [\"sample-data/late/*.csv\"]",
     );
-    p.write(
+    let warehouse = p.path().join("warehouse");
+    other.write(
         "pipelines/late.toml",
-        &format!("[pipeline]\nname = \"late\"\n\n{late}"),
+        &format!(
+            "[pipeline]\nname = \"late\"\n\n[catalog]\ntype = \"sql\"\nuri = \"sqlite://{0}/catalog.db\"\nwarehouse = \"{0}\"\n\n{late}",
+            warehouse.display()
+        ),
     );
     p.json(&["run", "retail"]);
     for k in 0..5 {
         small_load(&p, "retail", &format!("feb_{k}"), 7000 + k, 2);
-        p.write(
+        other.write(
             &format!("sample-data/late/mar_{k}.csv"),
             &format!(
                 "{HEADER}{},3,2026-03-14 10:00:00,Pen,2,1.50,shipped\n",
                 7200 + k
             ),
         );
-        p.json(&["run", "late"]);
+        other.json(&["run", "late"]);
     }
     let rows = |p: &Project| p.query("SELECT count(*), sum(quantity) FROM bronze.pos_orders");
     let start = rows(&p);
@@ -315,11 +321,11 @@ fn another_writer_during_compaction_is_rebased_and_a_rewrite_of_its_files_skips_
         "maintain-written",
         Some(gate),
     );
-    p.write(
+    other.write(
         "sample-data/late/apr.csv",
         &format!("{HEADER}7300,3,2026-04-02 10:00:00,Pen,5,1.50,shipped\n"),
     );
-    p.json(&["run", "late"]);
+    other.json(&["run", "late"]);
     let (ok, log) = paused.release();
     assert!(ok, "{log}");
     assert!(log.contains("rebasing"), "{log}");
@@ -337,23 +343,23 @@ fn another_writer_during_compaction_is_rebased_and_a_rewrite_of_its_files_skips_
     // reported, the other one is compacted.
     for k in 0..5 {
         small_load(&p, "retail", &format!("feb_more_{k}"), 7400 + k, 2);
-        p.write(
+        other.write(
             &format!("sample-data/late/mar_more_{k}.csv"),
             &format!(
                 "{HEADER}{},3,2026-03-15 10:00:00,Pen,1,1.50,shipped\n",
                 7500 + k
             ),
         );
-        p.json(&["run", "late"]);
+        other.json(&["run", "late"]);
     }
     let gate = p.path().join("gate-2");
     let paused = p.start_paused_piped(&["maintain", "retail", "--json"], "maintain-written", gate);
     // Corrected: the last late March file now holds 4 pens.
-    p.write(
+    other.write(
         "sample-data/late/mar_more_4.csv",
         &format!("{HEADER}7504,3,2026-03-15 10:00:00,Pen,4,1.50,shipped\n"),
     );
-    p.json(&["run", "late", "--reload-changed"]);
+    other.json(&["run", "late", "--reload-changed"]);
     let (ok, log, stdout) = paused.release_with_stdout();
     assert!(ok, "{log}");
     let report: Value = serde_json::from_str(&stdout).unwrap();

@@ -217,8 +217,14 @@ fn add_catalog(p: &Project, section: &str) {
 
 impl Project {
     /// Every command of this project now runs on a fresh S3 Tables table bucket (moto).
-    pub fn on_s3tables(mut self) -> Project {
+    pub fn on_s3tables(self) -> Project {
         let arn = table_bucket();
+        self.on_s3tables_bucket(&arn)
+    }
+
+    /// Every command of this project now runs on the S3 Tables table bucket `arn` (which
+    /// another project may use too: a writer this project's locks do not hold off).
+    pub fn on_s3tables_bucket(mut self, arn: &str) -> Project {
         add_catalog(
             &self,
             &format!(

@@ -728,7 +728,8 @@ fn every_command_works_on_s3tables_as_on_the_embedded_catalog() {
 }
 
 /// S3 Tables compacts and rewrites manifests on its own: here another process does it (a copy
-/// of the pipeline under another name, so with its own run lock) while a run is staged. The
+/// of the pipeline under another name in another project on the same table bucket, so that
+/// neither's locks hold the other off) while a run is staged. The
 /// run's append, replace and overwrite snapshots are produced again on top of those `replace`
 /// snapshots, and a rollback over a later compaction is allowed; every table ends as on the
 /// embedded catalog without any maintenance.
@@ -737,15 +738,19 @@ fn s3tables_a_run_meeting_another_process_compaction_rebases_over_it() {
     let header = "order_id,customer_id,order_ts,product,quantity,unit_price,status\n";
     let local = Project::retail();
     let remote = Project::retail();
-    let spec = std::fs::read_to_string(remote.path().join("pipelines/retail.toml")).unwrap();
-    remote.write(
+    let upkeep = Project::retail();
+    let spec = std::fs::read_to_string(upkeep.path().join("pipelines/retail.toml")).unwrap();
+    std::fs::remove_file(upkeep.path().join("pipelines/retail.toml")).unwrap();
+    upkeep.write(
         "pipelines/upkeep.toml",
         &format!(
             "{}\n[maintenance]\nmin_input_files = 2\nmax_manifests = 1\n",
             spec.replace("name = \"retail\"", "name = \"upkeep\"")
         ),
     );
-    let remote = remote.on_s3tables();
+    let bucket = crate::remote::table_bucket();
+    let remote = remote.on_s3tables_bucket(&bucket);
+    let upkeep = upkeep.on_s3tables_bucket(&bucket);
     let steps: Vec<(String, String)> = (0..2)
         .map(|k| {
             (
@@ -771,16 +776,16 @@ fn s3tables_a_run_meeting_another_process_compaction_rebases_over_it() {
     remote.write("sample-data/retail/orders/late.csv", &late);
     let gate = remote.path().join("gate");
     let run = remote.start_paused(&["run", "retail", "--full-refresh"], "staged", Some(gate));
-    let upkeep = remote.json(&["maintain", "upkeep"]);
-    let compacted: Vec<&str> = upkeep["tables"]
+    let upkept = upkeep.json(&["maintain", "upkeep"]);
+    let compacted: Vec<&str> = upkept["tables"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|t| t["files_in"].as_u64().unwrap() > 0 || t["rewrite_manifests"] == true)
         .map(|t| t["table"].as_str().unwrap())
         .collect();
-    assert!(compacted.contains(&"bronze.pos_orders"), "{upkeep}");
-    assert!(compacted.contains(&"silver.orders"), "{upkeep}");
+    assert!(compacted.contains(&"bronze.pos_orders"), "{upkept}");
+    assert!(compacted.contains(&"silver.orders"), "{upkept}");
     let (ok, log) = run.release();
     assert!(ok, "{log}");
     assert!(log.contains("rebasing"), "{log}");
@@ -796,7 +801,7 @@ fn s3tables_a_run_meeting_another_process_compaction_rebases_over_it() {
         .as_str()
         .unwrap()
         .to_string();
-    remote.json(&["maintain", "upkeep"]);
+    upkeep.json(&["maintain", "upkeep"]);
     remote.json(&["rollback", &newest]);
     assert_eq!(contents_of_all(&remote), contents_of_all(&local));
 }

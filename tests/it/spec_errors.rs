@@ -84,7 +84,7 @@ fn dependency_cycle_names_its_tables() {
     );
     assert_eq!(
         error_of(&p, "run"),
-        "error: pipelines/p.toml: dependency cycle: silver.a -> silver.b -> silver.a\n  hint: a transform cannot read, directly or through others, the table it produces"
+        "error: pipelines/p.toml: dependency cycle: silver.a -> silver.b -> silver.a (sql/p/a.sql:1 reads silver.b; sql/p/b.sql:1 reads silver.a)\n  hint: a transform cannot read, directly or through others, the table it produces"
     );
 }
 

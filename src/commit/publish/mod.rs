@@ -25,5 +25,5 @@ mod sqlite;
 pub use per_catalog::{publish, publisher};
 pub use publication::{Publication, PublishOutcome, Publisher, TableChange};
 pub use rebase::rebase;
-pub use recover::{recover, Recovery};
+pub use recover::{publish_in_progress, recover, Recovery};
 pub use retry::{publish_with_retry, ATTEMPTS};

@@ -239,6 +239,18 @@ pub async fn recover(catalog: &PipelineCatalog) -> Result<Option<Recovery>> {
     Ok(Some(recovery))
 }
 
+/// The run whose table-by-table publish is in progress on a remote catalog right now (its
+/// intent is pending), if any: its new metadata files are not yet any table's current ones.
+pub async fn publish_in_progress(catalog: &PipelineCatalog) -> Result<Option<String>> {
+    let Some(remote) = catalog.remote() else {
+        return Ok(None);
+    };
+    let Some(control) = remote.current(&control_name()).await? else {
+        return Ok(None);
+    };
+    Ok(intent_of(&control.metadata)?.map(|intent| run_of(&intent)))
+}
+
 #[cfg(test)]
 mod tests {
     use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};

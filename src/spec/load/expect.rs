@@ -84,12 +84,24 @@ pub(super) fn expectation(at: &Positions, raw: &RawExpect) -> Result<Expectation
                 max,
             }
         }
-        "regex" => Check::Regex {
-            column: need_column()?,
-            pattern: raw.pattern.clone().ok_or_else(|| {
+        "regex" => {
+            let pattern = raw.pattern.clone().ok_or_else(|| {
                 at.error(raw.check.span(), "check `regex` needs `pattern`".into(), None)
-            })?,
-        },
+            })?;
+            // The audit evaluates it with the same engine (the `regex` crate, under
+            // DataFusion's regexp functions): a pattern that does not compile is the spec's.
+            if let Err(e) = regex::Regex::new(&pattern) {
+                return Err(at.error(
+                    raw.check.span(),
+                    format!("regex pattern `{pattern}` does not compile: {}", e.to_string().lines().last().unwrap_or("invalid")),
+                    Some("the syntax is Rust's regex crate (like RE2): escape ( ) [ ] { } . * + ? | ^ $ \\ with a backslash".into()),
+                ));
+            }
+            Check::Regex {
+                column: need_column()?,
+                pattern,
+            }
+        }
         "relationships" => {
             let to = raw.to.as_ref().ok_or_else(|| {
                 at.error(

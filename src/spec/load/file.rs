@@ -18,6 +18,30 @@ use crate::spec::expect::ExpectAction;
 use crate::spec::pipeline::Pipeline;
 use crate::spec::transform::TransformJob;
 
+/// The longest `[pipeline] name`.
+const MAX_NAME_CHARS: usize = 64;
+
+/// `[pipeline] name` is the pipeline's identity (its run lock, its run records, `--pipeline`):
+/// letters, digits, `_` and `-`, at most 64, so that it is safe in a file name and in a
+/// command line.
+fn pipeline_name(at: &Positions, name: &toml::Spanned<String>) -> Result<()> {
+    let text = name.get_ref();
+    let valid = !text.is_empty()
+        && text.chars().count() <= MAX_NAME_CHARS
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !text.starts_with('-');
+    if valid {
+        return Ok(());
+    }
+    Err(at.error(
+        name.span(),
+        format!("pipeline name `{text}` is not a name: use letters, digits, `_` and `-` (at most {MAX_NAME_CHARS}), not starting with `-`"),
+        Some("the name keys the pipeline's run lock and run records; e.g. name = \"retail\"".into()),
+    ))
+}
+
 /// Loads a spec file; relative paths in it resolve against `project_dir`.
 pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
     let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
@@ -30,6 +54,7 @@ pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
         at.error(span, e.message().to_string(), None)
     })?;
 
+    pipeline_name(&at, &raw.pipeline.name)?;
     let catalog = match &raw.catalog {
         None => CatalogConfig::embedded_default(project_dir),
         Some(c) => catalog_config(&at, project_dir, c)?,

@@ -10,6 +10,39 @@ use crate::spec::ingest::{
 };
 use crate::spec::sql::is_identifier;
 
+/// `delimiter`, `quote` and `header`: one byte each, apart from each other and from a line
+/// end (a CSV with them equal, or split at `\n` inside its lines, cannot be read).
+fn csv_options(at: &Positions, raw: &RawIngest) -> Result<CsvOptions> {
+    let delimiter = single_byte(at, &raw.delimiter, b',', "delimiter")?;
+    let quote = single_byte(at, &raw.quote, b'"', "quote")?;
+    let span = |r: &Option<toml::Spanned<String>>| r.as_ref().map(|s| s.span()).unwrap_or(0..0);
+    for (byte, what, raw_value) in [
+        (delimiter, "delimiter", &raw.delimiter),
+        (quote, "quote", &raw.quote),
+    ] {
+        if byte == b'\n' || byte == b'\r' {
+            return Err(at.error(
+                span(raw_value),
+                format!("{what} cannot be a line end"),
+                Some("lines end records; a delimiter is e.g. \",\", \";\" or \"\\t\"".into()),
+            ));
+        }
+    }
+    if delimiter == quote {
+        let where_ = raw.delimiter.as_ref().or(raw.quote.as_ref());
+        return Err(at.error(
+            where_.map(|s| s.span()).unwrap_or(0..0),
+            format!("delimiter and quote are both `{}`", delimiter as char),
+            Some("the quote encloses fields that hold the delimiter: they must differ".into()),
+        ));
+    }
+    Ok(CsvOptions {
+        delimiter,
+        quote,
+        header: raw.header.unwrap_or(true),
+    })
+}
+
 pub(super) fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
     let table = table_name(at, &raw.table)?;
     let format = match raw.format.get_ref().as_str() {
@@ -65,6 +98,11 @@ pub(super) fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
     }
     let partition_by = partition_fields(at, &raw.partition_by)?;
     for (field, raw_field) in partition_by.iter().zip(&raw.partition_by) {
+        if let Some(column) = columns.iter().find(|c| c.name == field.source) {
+            field
+                .check_type(&column.ty.iceberg_type())
+                .map_err(|m| at.error(raw_field.span(), m, None))?;
+        }
         if !columns.iter().any(|c| c.name == field.source) {
             return Err(at.error(
                 raw_field.span(),
@@ -126,11 +164,7 @@ pub(super) fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
         partition_by,
         on_bad_record,
         schema_evolution,
-        csv: CsvOptions {
-            delimiter: single_byte(at, &raw.delimiter, b',', "delimiter")?,
-            quote: single_byte(at, &raw.quote, b'"', "quote")?,
-            header: raw.header.unwrap_or(true),
-        },
+        csv: csv_options(at, raw)?,
         null_values: raw
             .null_values
             .clone()

@@ -18,4 +18,4 @@ mod transform;
 
 pub use file::load_pipeline_file;
 pub use position::display_path_in;
-pub use project::{list_pipelines, load_pipeline, load_with_catalog, producer_of};
+pub use project::{list_pipelines, load_pipeline, load_with_catalog, pipeline_names, producer_of};

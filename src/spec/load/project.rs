@@ -23,10 +23,15 @@ pub fn list_pipelines(project_dir: &Path) -> Vec<String> {
     names
 }
 
-/// Loads `pipelines/NAME.toml` of a project and the SQL files it names.
+/// Loads `pipelines/NAME.toml` of a project and the SQL files it names; when no spec file has
+/// that name, the one spec whose `[pipeline] name` is `name` (what run records and undo
+/// commands name).
 pub fn load_pipeline(project_dir: &Path, name: &str) -> Result<Pipeline> {
     let file = project_dir.join("pipelines").join(format!("{name}.toml"));
     if !file.exists() {
+        if let Some(spec) = named_inside(project_dir, name)? {
+            return Ok(spec);
+        }
         let known = list_pipelines(project_dir);
         return Err(Error::Pipeline {
             file,
@@ -42,6 +47,53 @@ pub fn load_pipeline(project_dir: &Path, name: &str) -> Result<Pipeline> {
         });
     }
     load_pipeline_file(project_dir, &file)
+}
+
+/// The one spec of the project whose `[pipeline] name` is `name` (its file named otherwise).
+fn named_inside(project_dir: &Path, name: &str) -> Result<Option<Pipeline>> {
+    let mut found = Vec::new();
+    for stem in list_pipelines(project_dir) {
+        let file = project_dir.join("pipelines").join(format!("{stem}.toml"));
+        // A spec that does not load is not the one asked for; it is reported when named.
+        if let Ok(spec) = load_pipeline_file(project_dir, &file) {
+            if spec.name == name {
+                found.push(spec);
+            }
+        }
+    }
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(found.pop()),
+        _ => Err(Error::Usage(format!(
+            "specs {} all name their pipeline `{name}`; pass the spec file's name instead",
+            found
+                .iter()
+                .map(|s| s.file.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// The `[pipeline] name` of every spec under `pipelines/` (sorted, each once): the run locks a
+/// command that deletes files takes, whatever the spec files are called. A spec that does not
+/// load is an error naming it (its pipeline's lock cannot be known).
+pub fn pipeline_names(project_dir: &Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for stem in list_pipelines(project_dir) {
+        let file = project_dir.join("pipelines").join(format!("{stem}.toml"));
+        let spec = load_pipeline_file(project_dir, &file).map_err(|e| Error::Pipeline {
+            file: file.clone(),
+            message: format!(
+                "cannot read this spec, so its pipeline's run lock cannot be taken: {e}"
+            ),
+            hint: Some("fix it, or move it out of pipelines/, before deleting files".into()),
+        })?;
+        names.push(spec.name);
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
 }
 
 /// Loads pipeline `name`, switched to its `[catalogs.CATALOG]` when `catalog` is given (the

@@ -1,0 +1,81 @@
+//! The last step of maintenance: the files the published expiry freed, and the files a killed
+//! run or maintenance left in the tables' folders (nothing references them), deleted through
+//! the one deletion path (`commit::deletion`), with every pipeline of the project held off.
+//! A command holding only its own pipeline's lock (maintenance after a run) takes the others
+//! without waiting; when one is busy, nothing is deleted now and the next `maintain` does it.
+
+use std::time::Duration;
+
+use super::maintenance::TableMaintenance;
+use super::open::Held;
+use crate::catalog::PipelineCatalog;
+use crate::commit::Deleter;
+use crate::error::Result;
+use crate::spec::Pipeline;
+
+/// What the deletion step needs: the locks held, how old an unreferenced file must be, and the
+/// location of each maintained table (in the order of the reports).
+pub(super) struct Cleanup<'a> {
+    pub held: &'a Held,
+    pub unreferenced_age: Duration,
+    pub locations: &'a [String],
+}
+
+impl Cleanup<'_> {
+    /// Deletes `freed` (per report index, the files the published expiry freed) and every
+    /// table's unreferenced files, counting both into `reports`.
+    pub(super) async fn run(
+        &self,
+        catalog: &PipelineCatalog,
+        pipeline: &Pipeline,
+        freed: Vec<(usize, Vec<String>)>,
+        reports: &mut [TableMaintenance],
+    ) -> Result<()> {
+        let mut others = None;
+        let Some(locks) = self
+            .held
+            .for_deleting(catalog, &pipeline.project_dir, &mut others)?
+        else {
+            for (i, files) in freed {
+                reports[i].undeleted_files += files.len() as u64;
+                reports[i].note = Some(
+                    "another pipeline of the project is running: the freed files are deleted by the next `pipeline maintain`".into(),
+                );
+            }
+            return Ok(());
+        };
+        let deleter = Deleter::new(catalog, locks).await?;
+        for (i, files) in freed {
+            let done = deleter.delete(&files).await;
+            let report = &mut reports[i];
+            report.deleted_files += done.deleted;
+            report.undeleted_files += (done.kept.len() + done.failed.len()) as u64;
+            report.kept.extend(done.kept.into_iter().chain(done.failed));
+        }
+        for (report, location) in reports.iter_mut().zip(self.locations) {
+            let found = deleter
+                .survey()
+                .unreferenced_under(location, self.unreferenced_age)?;
+            if found.is_empty() {
+                continue;
+            }
+            let paths: Vec<String> = found.iter().map(|f| f.path.clone()).collect();
+            let done = deleter.delete(&paths).await;
+            let kept: Vec<&str> = done
+                .kept
+                .iter()
+                .chain(&done.failed)
+                .map(|k| k.path.as_str())
+                .collect();
+            report.unreferenced_deleted += done.deleted;
+            report.unreferenced_bytes += found
+                .iter()
+                .filter(|f| !kept.contains(&f.path.as_str()))
+                .map(|f| f.bytes)
+                .sum::<u64>();
+            report.undeleted_files += kept.len() as u64;
+            report.kept.extend(done.kept.into_iter().chain(done.failed));
+        }
+        Ok(())
+    }
+}
