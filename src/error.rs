@@ -276,7 +276,13 @@ impl Error {
             Error::Spec { .. } | Error::Pipeline { .. } | Error::Sql { .. } | Error::Usage(_) => 2,
             Error::Breaking { .. } => 3,
             Error::Busy(_) => 4,
-            Error::Damaged(_) => 5,
+            // A file of the lake that cannot be read (missing, cut short) is damage, as
+            // `pipeline check` reports it; a write the disk refused is not.
+            Error::Damaged(_)
+            | Error::Storage {
+                refused_write: false,
+                ..
+            } => 5,
             _ => 1,
         }
     }

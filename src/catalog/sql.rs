@@ -42,10 +42,12 @@ pub(super) async fn connect(
         .with_storage_factory(factory.clone())
         .load(name.to_string(), props)
         .await
-        .map_err(|e| Error::Table {
-            table: "(catalog)".into(),
-            message: format!("cannot open the embedded catalog {}", database.display()),
-            source: Some(Box::new(e)),
+        .map_err(|e| {
+            damaged_database(&database, &e.to_string()).unwrap_or_else(|| Error::Table {
+                table: "(catalog)".into(),
+                message: format!("cannot open the embedded catalog {}", database.display()),
+                source: Some(Box::new(e)),
+            })
         })?;
     let file_io = FileIOBuilder::new(factory).build();
     Ok(PipelineCatalog {
@@ -63,5 +65,24 @@ pub(super) async fn connect(
 pub(crate) async fn sqlite_connection(database: &Path) -> Result<sqlx::SqliteConnection> {
     let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", database.display()))?
         .busy_timeout(std::time::Duration::from_secs(30));
-    Ok(options.connect().await?)
+    options
+        .connect()
+        .await
+        .map_err(|e| damaged_database(database, &e.to_string()).unwrap_or(Error::Sqlx(e)))
+}
+
+/// The error for a catalog database SQLite cannot read as one (not a database, or its pages
+/// damaged: SQLite codes 26 and 11), as damage: the tables' files are not touched by it.
+fn damaged_database(database: &Path, error: &str) -> Option<Error> {
+    let damaged = error.contains("(code: 26)")
+        || error.contains("(code: 11)")
+        || error.contains("file is not a database")
+        || error.contains("database disk image is malformed");
+    damaged.then(|| {
+        Error::Damaged(format!(
+            "the catalog database {} is damaged ({}); restore it from a backup: the tables' files are intact, and each table's newest metadata file (warehouse/NAMESPACE/TABLE/metadata/*.metadata.json) says where it was",
+            database.display(),
+            error.rsplit(": ").next().unwrap_or(error)
+        ))
+    })
 }

@@ -115,6 +115,101 @@ fn a_file_of_lone_carriage_returns_still_loads() {
 }
 
 #[test]
+fn lone_carriage_returns_number_every_record_and_quarantined_line() {
+    // Line 1 the header, 2 good, 3 bad, 4 good (with a quoted `\r` inside: still line 4),
+    // 5 bad, 6 good.
+    let p = csv_project("quarantine", "id,name\r1,a\rx,b\r4,\"c\"\r5x,d\r6,e\r");
+    p.json(&["run", "p"]);
+    assert_eq!(
+        p.query("SELECT line, raw FROM bronze.t__quarantine ORDER BY line"),
+        vec![vec![cell("3"), cell("x,b")], vec![cell("5"), cell("5x,d")]]
+    );
+    assert_eq!(
+        p.query("SELECT id, _source_line FROM bronze.t ORDER BY id"),
+        vec![
+            vec![cell("1"), cell("2")],
+            vec![cell("4"), cell("4")],
+            vec![cell("6"), cell("6")],
+        ]
+    );
+}
+
+/// A JSON Lines ingest that adds undeclared keys as columns (the scan of a file's keys reads
+/// every line before the load does).
+fn json_adding_columns(policy: &str, file: &[u8]) -> Project {
+    let p = json_project(policy, "");
+    let spec = std::fs::read_to_string(p.path().join("pipelines/p.toml")).unwrap();
+    p.write(
+        "pipelines/p.toml",
+        &format!("{spec}schema_evolution = \"add_columns\"\n"),
+    );
+    std::fs::write(p.path().join("data/f.jsonl"), file).unwrap();
+    p
+}
+
+#[test]
+fn an_invalid_utf8_byte_in_json_lines_is_quarantined_with_its_line() {
+    let mut file = b"{\"id\": 1, \"name\": \"a\"}\n{\"id\": 2, \"name\": \"b".to_vec();
+    file.push(0xff);
+    file.extend_from_slice(b"\"}\n{\"id\": 3, \"name\": \"c\", \"extra\": \"x\"}\n");
+    let p = json_adding_columns("quarantine", &file);
+    p.json(&["run", "p"]);
+    assert_eq!(
+        p.query("SELECT line, reason FROM bronze.t__quarantine"),
+        vec![vec![cell("2"), cell("invalid UTF-8")]]
+    );
+    assert_eq!(
+        p.query("SELECT id, extra, _source_line FROM bronze.t ORDER BY id"),
+        vec![
+            vec![cell("1"), None, cell("1")],
+            vec![cell("3"), cell("x"), cell("3")],
+        ]
+    );
+    // Under `fail`, the run stops naming the file and line.
+    let p = json_adding_columns("fail", &file);
+    let (code, message) = p.fails(&["run", "p"]);
+    assert_eq!(code, 1, "{message}");
+    assert!(message.contains("f.jsonl:2: invalid UTF-8"), "{message}");
+}
+
+#[test]
+fn a_json_lines_file_may_start_with_a_byte_order_mark() {
+    for evolution in [false, true] {
+        let file = "\u{feff}{\"id\": 1, \"name\": \"a\"}\n{\"id\": 2, \"name\": \"b\"}\n";
+        let p = if evolution {
+            json_adding_columns("quarantine", file.as_bytes())
+        } else {
+            json_project("quarantine", file)
+        };
+        p.json(&["run", "p"]);
+        assert!(
+            p.query("SELECT * FROM bronze.t__quarantine").is_empty(),
+            "add_columns: {evolution}"
+        );
+        assert_eq!(
+            p.query("SELECT id, name FROM bronze.t ORDER BY id"),
+            vec![vec![cell("1"), cell("a")], vec![cell("2"), cell("b")]],
+            "add_columns: {evolution}"
+        );
+    }
+}
+
+#[test]
+fn thousands_of_unknown_keys_stop_the_run_instead_of_adding_thousands_of_columns() {
+    let keys: Vec<String> = (0..10_000).map(|k| format!("\"k{k}\": 1")).collect();
+    let file = format!(
+        "{{\"id\": 1, \"name\": \"a\"}}\n{{\"id\": 2, {}}}\n",
+        keys.join(", ")
+    );
+    let p = json_adding_columns("quarantine", file.as_bytes());
+    let (code, message) = p.fails(&["run", "p"]);
+    assert_eq!(code, 1, "{message}");
+    assert!(message.contains("f.jsonl:2:"), "{message}");
+    assert!(message.contains("at most 500"), "{message}");
+    assert_eq!(p.tables(), Vec::<String>::new(), "nothing was published");
+}
+
+#[test]
 fn json_line_numbers_are_right_with_crlf() {
     let p = json_project(
         "quarantine",

@@ -173,7 +173,7 @@ fn a_data_file_cut_short_or_missing_is_named_by_its_whole_path() {
     std::fs::remove_file(&second).unwrap();
 
     let (code, message) = p.fails(&["query", "SELECT sum(amount) FROM silver.orders"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 5, "a file that cannot be read is damage: {message}");
     assert!(
         message.contains(&format!("{first}: cut short: the file has 200 bytes"))
             || message.contains(&format!("{second}: no such file")),
@@ -288,4 +288,44 @@ fn a_read_only_disk_fails_at_once_naming_the_path() {
     );
     assert!(elapsed < std::time::Duration::from_secs(5), "{elapsed:?}");
     assert_eq!(p.json(&["tables"]), serde_json::json!([]));
+}
+
+#[test]
+fn a_damaged_catalog_database_or_a_missing_manifest_is_damage_exit_5() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    // A manifest of bronze.pos_orders deleted: the next append cannot carry it over.
+    let list = p.json(&["files", "bronze.pos_orders"]);
+    assert!(!list.as_array().unwrap().is_empty());
+    let metadata = p.path().join("warehouse/bronze/pos_orders/metadata");
+    let manifest = std::fs::read_dir(&metadata)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|f| {
+            f.to_string_lossy().ends_with("-m1.avro") || f.to_string_lossy().ends_with("-m0.avro")
+        })
+        .unwrap();
+    std::fs::remove_file(&manifest).unwrap();
+    p.write(
+        "sample-data/retail/orders/pos_2026-03-21.csv",
+        "order_id,customer_id,order_ts,product,quantity,unit_price,status\n9001,1,2026-03-20 10:00:00,Mug,1,9.50,shipped\n",
+    );
+    let (code, message) = p.fails(&["run", "retail"]);
+    assert_eq!(code, 5, "{message}");
+    assert!(
+        message.contains(&manifest.display().to_string()),
+        "{message}"
+    );
+
+    // The catalog database overwritten with garbage: `check` says so, exit 5.
+    let database = p.path().join("warehouse/catalog.db");
+    let mut bytes = std::fs::read(&database).unwrap();
+    for b in bytes.iter_mut().take(4096) {
+        *b = 0x5a;
+    }
+    std::fs::write(&database, bytes).unwrap();
+    let (code, message) = p.fails(&["check"]);
+    assert_eq!(code, 5, "{message}");
+    assert!(message.contains("catalog database"), "{message}");
+    assert!(message.contains("is damaged"), "{message}");
 }

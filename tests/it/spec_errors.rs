@@ -203,3 +203,70 @@ fn engine_settings_are_checked_with_their_position() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("`spark` is not an engine"), "{stderr}");
 }
+
+#[test]
+fn what_would_fail_at_run_time_is_refused_by_validate_with_its_position() {
+    let cases: Vec<(String, &str)> = vec![
+        (
+            INGEST.replace("schema = {", "partition_by = [\"month(id)\"]\nschema = {"),
+            "needs a date or timestamp column; `id` is long",
+        ),
+        (
+            INGEST.replace("schema = {", "partition_by = [\"bucket(2147483648, id)\"]\nschema = {"),
+            "from 1 to 2147483647",
+        ),
+        (
+            INGEST.replace("schema = {", "delimiter = '\"'\nschema = {"),
+            "delimiter and quote are both",
+        ),
+        (
+            INGEST.replace("schema = {", "delimiter = \"\\n\"\nschema = {"),
+            "delimiter cannot be a line end",
+        ),
+        (INGEST.replace("name = \"p\"", "name = \"a/b\""), "is not a name"),
+        (INGEST.replace("name = \"p\"", "name = \"../x\""), "is not a name"),
+        (INGEST.replace("name = \"p\"", "name = \"\""), "is not a name"),
+        (
+            format!("{INGEST}\n[[expect]]\ntable = \"bronze.t\"\ncheck = \"regex\"\ncolumn = \"v\"\npattern = \"(\"\n"),
+            "does not compile",
+        ),
+    ];
+    for (spec, why) in cases {
+        let p = project_with(&spec, &[]);
+        let err = error_of(&p, "validate");
+        assert!(err.starts_with("error: pipelines/p.toml:"), "{err}");
+        let position = err["error: pipelines/p.toml:".len()..]
+            .split(':')
+            .next()
+            .unwrap()
+            .to_string();
+        assert!(position.parse::<usize>().is_ok(), "no line in {err}");
+        assert!(err.contains(why), "{why}: {err}");
+    }
+    // A transform partitioned by month of a string column: caught by validate, naming the
+    // spec line, before any run writes it.
+    let spec = format!(
+        "{INGEST}\n[[transform]]\ntable = \"silver.t\"\nsql = \"sql/p/t.sql\"\npartition_by = [\"month(label)\"]\nmode = \"replace_partitions\"\n"
+    );
+    let p = project_with(
+        &spec,
+        &[("sql/p/t.sql", "SELECT id, 'x' AS label FROM bronze.t")],
+    );
+    let err = error_of(&p, "validate");
+    assert!(err.contains("pipelines/p.toml:"), "{err}");
+    assert!(err.contains("`label` is string"), "{err}");
+}
+
+#[test]
+fn a_planning_error_names_the_line_of_what_it_names() {
+    let spec = format!("{INGEST}\n[[transform]]\ntable = \"silver.t\"\nsql = \"sql/p/t.sql\"\n");
+    let p = project_with(
+        &spec,
+        &[(
+            "sql/p/t.sql",
+            "SELECT id,\n       no_such_function(v) AS w\nFROM bronze.t",
+        )],
+    );
+    let err = error_of(&p, "validate");
+    assert!(err.starts_with("error: sql/p/t.sql:2: "), "{err}");
+}
