@@ -38,19 +38,15 @@ impl StorageFactory for LocalStorageFactory {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LocalStorage;
 
-/// Whether `path` lies inside the folder `root` (symbolic links resolved): lexically, with no
-/// `.` or `..` step, and with the links of its existing folders resolved (a link on the way
-/// may lead outside). `root` itself is given resolved.
+/// Whether `path` lies inside the folder `root` (given resolved): its existing part resolved
+/// by the file system (a symbolic link or a `..` on the way may lead outside), the rest plain
+/// names.
 pub fn lies_inside(root: &Path, path: &Path) -> bool {
-    let plain_steps = path.components().all(|c| {
-        matches!(
-            c,
-            std::path::Component::RootDir | std::path::Component::Normal(_)
-        )
-    });
-    if !plain_steps || !path.is_absolute() {
+    if !path.is_absolute() {
         return false;
     }
+    // The longest part that exists is resolved by the file system (links and `..` alike);
+    // what does not exist yet must be plain names.
     let mut existing = path;
     while !existing.exists() {
         match existing.parent() {
@@ -58,9 +54,14 @@ pub fn lies_inside(root: &Path, path: &Path) -> bool {
             None => return false,
         }
     }
-    let resolved = std::fs::canonicalize(existing).unwrap_or_else(|_| existing.to_path_buf());
+    let Ok(resolved) = std::fs::canonicalize(existing) else {
+        return false;
+    };
     let rest = path.strip_prefix(existing).unwrap_or(Path::new(""));
-    resolved.join(rest).starts_with(root)
+    let plain_rest = rest
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    plain_rest && resolved.join(rest).starts_with(root)
 }
 
 /// A path as the warehouse writes it (`/abs/path` or `file:/abs/path`), as a local path.

@@ -168,6 +168,25 @@ impl PipelineCatalog {
         }
     }
 
+    /// The metadata file the embedded catalog records for `table` (read from the catalog
+    /// database, without reading the file); `None` for remote catalogs and unknown tables.
+    pub async fn recorded_metadata_location(&self, table: &TableName) -> Result<Option<String>> {
+        let Backend::Sql { database, .. } = &self.backend else {
+            return Ok(None);
+        };
+        let mut conn = sql::sqlite_connection(database).await?;
+        let row: Option<(String,)> = sqlx::query_as(
+            "SELECT metadata_location FROM iceberg_tables \
+             WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
+        )
+        .bind(&self.name)
+        .bind(&table.namespace)
+        .bind(&table.name)
+        .fetch_optional(&mut conn)
+        .await?;
+        Ok(row.map(|(location,)| location))
+    }
+
     /// The error for a table the catalog lists but whose metadata cannot be read: for the
     /// embedded catalog it names the metadata file and the version before it.
     async fn unreadable(&self, table: &TableName, e: iceberg::Error) -> Error {

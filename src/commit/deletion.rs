@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use super::live::{plain, LiveFiles, LiveTable};
+use super::live::{canonical, plain, LiveFiles, LiveTable};
 use super::publish::publish_in_progress;
 use crate::catalog::lock::AllLocks;
 use crate::catalog::{lies_inside as inside, PipelineCatalog};
@@ -256,16 +256,14 @@ impl Survey {
                 );
                 // A table's own folder by name counts too: a copied project's catalog names
                 // its tables but locates them in the original's warehouse.
-                let known = self.live.tables.iter().any(|t| {
-                    let location = Path::new(&t.location);
-                    t.table.to_string() == name
-                        || location == table_dir
-                        || std::fs::canonicalize(location).is_ok_and(|l| l == table_dir)
+                let known =
+                    self.live.tables.iter().any(|t| {
+                        t.table.to_string() == name || canonical(&t.location) == table_dir
+                    });
+                let unreadable = self.live.unreadable.iter().any(|u| {
+                    u.table.to_string() == name
+                        || u.locations.iter().any(|l| canonical(l) == table_dir)
                 });
-                let unreadable = self
-                    .live
-                    .unknown_locations()
-                    .any(|l| Path::new(plain(l)) == table_dir);
                 if looks_like_table && !known && !unreadable {
                     out.push((name, table_dir));
                 }
@@ -336,11 +334,13 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
         let path = entry.path();
-        if entry.file_type().map_err(|e| Error::io(&path, e))?.is_dir() {
+        let kind = entry.file_type().map_err(|e| Error::io(&path, e))?;
+        if kind.is_dir() {
             walk(&path, out)?;
-        } else {
+        } else if kind.is_file() {
             out.push(path);
         }
+        // A symbolic link (to a folder on another disk, say) is never a file to delete.
     }
     Ok(())
 }

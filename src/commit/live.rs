@@ -91,7 +91,12 @@ impl LiveFiles {
                     });
                 }
                 Err(e) => {
-                    let locations = catalog.local_table_location(&table).into_iter().collect();
+                    // Its default folder, and the folder its recorded metadata file lies in.
+                    let mut locations: Vec<String> =
+                        catalog.local_table_location(&table).into_iter().collect();
+                    if let Ok(Some(metadata)) = catalog.recorded_metadata_location(&table).await {
+                        locations.extend(table_folder_of(&metadata));
+                    }
                     live.unreadable.push(UnreadableTable {
                         table,
                         problem: e.to_string(),
@@ -106,22 +111,26 @@ impl LiveFiles {
     }
 
     /// The tables rollbacks dropped that the catalog does not list now: their last metadata
-    /// (as the rollback recorded it) and what it references stay, for the undo.
+    /// (as each rollback recorded it: every such drop can still be undone) and what it
+    /// references stay, for the undo. A drop whose metadata file is gone protects nothing (its
+    /// undo cannot work); one whose files cannot be read now protects its whole folder.
     async fn add_dropped(&mut self, catalog: &PipelineCatalog, listed: &[TableName]) -> Result<()> {
-        let mut seen: HashSet<TableName> = HashSet::new();
-        let mut records = catalog.runs().await?;
-        records.reverse(); // newest first: the newest drop of a table is the one to undo
-        for record in records {
+        let mut seen: HashSet<String> = HashSet::new();
+        for record in catalog.runs().await? {
             for t in record.tables {
                 let (Some(location), Some(table)) =
                     (t.dropped_metadata, TableName::parse(&t.table))
                 else {
                     continue;
                 };
-                if listed.contains(&table) || !seen.insert(table.clone()) {
+                if listed.contains(&table) || !seen.insert(location.clone()) {
                     continue;
                 }
                 let file_io = catalog.file_io();
+                if !file_io.exists(&location).await.unwrap_or(true) {
+                    tracing::debug!(%table, %location, "a dropped table's metadata is gone");
+                    continue;
+                }
                 let read = async {
                     let metadata = TableMetadata::read_from(file_io, &location).await?;
                     let files = referenced(file_io, &metadata, &location).await?;
@@ -137,23 +146,32 @@ impl LiveFiles {
                             dropped: true,
                         });
                     }
-                    // Its files are gone already (or damaged): the undo cannot work; nothing
-                    // of it is protected, nothing of it is read.
-                    Err(e) => {
-                        tracing::debug!(%table, error = %e, "a dropped table cannot be read back")
-                    }
+                    Err(e) => self.unreadable.push(UnreadableTable {
+                        table,
+                        problem: format!(
+                            "dropped by a rollback, and its files cannot be read: {e}"
+                        ),
+                        locations: table_folder_of(&location).into_iter().collect(),
+                    }),
                 }
             }
         }
         Ok(())
     }
 
-    /// Whether `path` is a live file.
+    /// How many live files there are.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Whether no file is live.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// Whether `path` is a live file (written with a `file:` scheme or without).
     pub fn contains(&self, path: &str) -> bool {
-        self.files.contains(path) || self.files.contains(plain(path)) || {
-            let with_scheme = format!("file:{path}");
-            self.files.contains(&with_scheme)
-        }
+        self.files.contains(plain(path))
     }
 
     /// Every location under which nothing may be deleted because what is there is unknown.
@@ -171,6 +189,20 @@ pub fn plain(path: &str) -> &str {
         .unwrap_or(path)
 }
 
+/// A local path with its symbolic links and `..` resolved where it exists (as written
+/// otherwise): two spellings of one folder compare equal.
+pub fn canonical(path: &str) -> std::path::PathBuf {
+    let path = std::path::Path::new(plain(path));
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The table folder of a metadata file (`T/metadata/00001-x.metadata.json` -> `T`).
+fn table_folder_of(metadata_file: &str) -> Option<String> {
+    let path = std::path::Path::new(plain(metadata_file));
+    let folder = path.parent()?.parent()?;
+    Some(folder.display().to_string())
+}
+
 /// Every file `metadata` (read from `location`) reaches: itself, the earlier metadata files in
 /// its log, the ledger checkpoint, and for every snapshot its manifest list, its manifests and
 /// every data file they list alive (added or existing), as snapshot expiry counts them.
@@ -180,17 +212,24 @@ pub async fn referenced(
     location: &str,
 ) -> Result<HashSet<String>> {
     let mut files: HashSet<String> = HashSet::new();
-    files.insert(location.to_string());
+    files.insert(plain(location).to_string());
     for log in metadata.metadata_log() {
-        files.insert(log.metadata_file.clone());
+        files.insert(plain(&log.metadata_file).to_string());
     }
     if let Some(checkpoint) = metadata.properties().get(CHECKPOINT_KEY) {
-        files.insert(checkpoint.clone());
+        files.insert(plain(checkpoint).to_string());
+    }
+    // Statistics files other engines write (Puffin), table-wide and per partition.
+    for stats in metadata.statistics_iter() {
+        files.insert(plain(&stats.statistics_path).to_string());
+    }
+    for stats in metadata.partition_statistics_iter() {
+        files.insert(plain(&stats.statistics_path).to_string());
     }
     let mut manifests: Vec<iceberg::spec::ManifestFile> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     for snapshot in metadata.snapshots() {
-        files.insert(snapshot.manifest_list().to_string());
+        files.insert(plain(snapshot.manifest_list()).to_string());
         for manifest in manifest_list(file_io, metadata, snapshot).await?.entries() {
             if seen.insert(manifest.manifest_path.clone()) {
                 manifests.push(manifest.clone());
@@ -204,9 +243,9 @@ pub async fn referenced(
                 .entries()
                 .iter()
                 .filter(|e| e.is_alive())
-                .map(|e| e.file_path().to_string())
+                .map(|e| plain(e.file_path()).to_string())
                 .collect();
-            paths.push(manifest.manifest_path.clone());
+            paths.push(plain(&manifest.manifest_path).to_string());
             Ok::<_, Error>(paths)
         })
         .buffer_unordered(CONCURRENCY)

@@ -301,6 +301,10 @@ async fn find(
             .pending
             .append(&mut std::mem::take(&mut part.sources.pending));
     }
+    found
+        .receipt
+        .not_searched
+        .extend(dropped_tables(&validated.catalog, pipeline).await?);
     if found.receipt.tables.is_empty() {
         return Err(Error::Usage(format!(
             "--where {}: no table of {} has the columns it names ({}); its tables: {}",
@@ -311,6 +315,30 @@ async fn find(
         )));
     }
     Ok(found)
+}
+
+/// Tables of `pipeline` that a rollback dropped and the catalog does not list now: their files
+/// are kept for that rollback's undo (see `commit::live`), and no erase searches them.
+async fn dropped_tables(catalog: &PipelineCatalog, pipeline: &Pipeline) -> Result<Vec<String>> {
+    let listed = catalog.list_tables().await?;
+    let written = pipeline.tables_written();
+    let mut out = Vec::new();
+    for record in catalog.runs().await? {
+        for t in &record.tables {
+            let Some(table) = TableName::parse(&t.table) else {
+                continue;
+            };
+            if t.dropped_metadata.is_some() && written.contains(&table) && !listed.contains(&table)
+            {
+                out.push(format!(
+                    "{table}: dropped by rollback {}, its files are kept for that rollback's undo (`pipeline rollback {}`) and were not searched; `pipeline orphans --delete` removes them once a later run creates the table again",
+                    record.run_id, record.run_id
+                ));
+            }
+        }
+    }
+    out.dedup();
+    Ok(out)
 }
 
 /// One table to erase the subject from (with its quarantine table), as a task of its own.

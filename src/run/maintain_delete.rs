@@ -31,6 +31,11 @@ impl Cleanup<'_> {
         freed: Vec<(usize, Vec<String>)>,
         reports: &mut [TableMaintenance],
     ) -> Result<()> {
+        // Remote storage is not listed: with nothing freed there is nothing to look up.
+        let nothing_freed = freed.iter().all(|(_, files)| files.is_empty());
+        if nothing_freed && catalog.local_warehouse().is_none() {
+            return Ok(());
+        }
         let mut others = None;
         let Some(locks) = self
             .held
@@ -44,7 +49,13 @@ impl Cleanup<'_> {
             }
             return Ok(());
         };
+        let clock = std::time::Instant::now();
         let deleter = Deleter::new(catalog, locks).await?;
+        tracing::debug!(
+            ms = clock.elapsed().as_millis() as u64,
+            files = deleter.survey().live().len(),
+            "maintain: every live file of the catalog surveyed"
+        );
         for (i, files) in freed {
             let done = deleter.delete(&files).await;
             let report = &mut reports[i];
@@ -76,6 +87,10 @@ impl Cleanup<'_> {
             report.undeleted_files += kept.len() as u64;
             report.kept.extend(done.kept.into_iter().chain(done.failed));
         }
+        tracing::debug!(
+            ms = clock.elapsed().as_millis() as u64,
+            "maintain: freed and unreferenced files deleted"
+        );
         Ok(())
     }
 }

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use iceberg::spec::{SnapshotReference, SnapshotRetention, TableMetadata, MAIN_BRANCH};
 use serde::Serialize;
 
@@ -17,9 +18,9 @@ use super::open::lock_and_recover;
 use super::report::Observer;
 use crate::catalog::lock::LockWait;
 use crate::catalog::{new_run_id, Invocation, PipelineCatalog, RunKind, RunRecord, TableRecord};
-use crate::commit::only_replaced_since;
 use crate::commit::publish::{publish, Publication, TableChange};
 use crate::commit::summary::total_records;
+use crate::commit::{only_replaced_since, referenced};
 use crate::error::{Error, Result};
 use crate::spec::TableName;
 
@@ -252,6 +253,7 @@ async fn undo_drop(
                         ),
                     )
                 })?;
+            missing_files(catalog, name, &metadata, location).await?;
             let metadata = with_main(&metadata, location, to)?;
             (
                 TableChange {
@@ -302,6 +304,47 @@ async fn undo_drop(
             expired: None,
             dropped_metadata: None,
         },
+    ))
+}
+
+/// Refuses to register `table` back from `metadata` (read from `location`) when a file it
+/// needs is gone: a table registered without its files would be damaged.
+async fn missing_files(
+    catalog: &PipelineCatalog,
+    table: &TableName,
+    metadata: &TableMetadata,
+    location: &str,
+) -> Result<()> {
+    let needed = referenced(catalog.file_io(), metadata, location)
+        .await
+        .map_err(|e| {
+            Error::table_msg(
+                table,
+                format!("cannot be registered back: the files its last metadata names cannot be read ({e})"),
+            )
+        })?;
+    let file_io = catalog.file_io();
+    let missing: Vec<String> = futures::stream::iter(needed)
+        .map(|path| async move { (!file_io.exists(&path).await.unwrap_or(false)).then_some(path) })
+        .buffer_unordered(16)
+        .filter_map(|p| async move { p })
+        .collect()
+        .await;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::table_msg(
+        table,
+        format!(
+            "cannot be registered back: {} file(s) it needs are gone, e.g. {}",
+            missing.len(),
+            missing
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     ))
 }
 

@@ -54,6 +54,26 @@ fn warehouse_files(p: &Project) -> Vec<(String, u64)> {
     out
 }
 
+/// Every file under the warehouse made two hours old (what a killed command left is as old as
+/// the snapshots that held it; here it is aged by hand).
+fn age_two_hours(p: &Project) {
+    let aged = std::process::Command::new("find")
+        .arg(p.path().join("warehouse"))
+        .args([
+            "-type",
+            "f",
+            "-exec",
+            "touch",
+            "-d",
+            "2 hours ago",
+            "{}",
+            "+",
+        ])
+        .status()
+        .unwrap();
+    assert!(aged.success());
+}
+
 #[test]
 fn a_renamed_spec_locks_by_its_pipeline_name_so_orphans_and_maintain_wait_for_its_run() {
     let p = Project::retail();
@@ -233,22 +253,7 @@ fn what_a_killed_maintenance_leaves_the_next_maintenance_removes() {
     let left = p.json(&["orphans", "--older-than", "0"]);
     let left = left["orphans"].as_array().unwrap().len() as u64;
     assert!(left > 0, "the killed maintenance left files");
-    // Those files are as old as the snapshots that held them; here they are aged by hand.
-    let aged = std::process::Command::new("find")
-        .arg(p.path().join("warehouse"))
-        .args([
-            "-type",
-            "f",
-            "-exec",
-            "touch",
-            "-d",
-            "2 hours ago",
-            "{}",
-            "+",
-        ])
-        .status()
-        .unwrap();
-    assert!(aged.success());
+    age_two_hours(&p);
     let done = p.json(&["maintain", "retail"]);
     let removed: u64 = done["tables"]
         .as_array()
@@ -264,4 +269,82 @@ fn what_a_killed_maintenance_leaves_the_next_maintenance_removes() {
         .as_u64()
         .unwrap();
     assert_eq!(count(&p, "silver.orders"), orders + 3);
+}
+
+#[test]
+fn another_writers_table_links_and_a_dotted_project_path_never_lose_a_file() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    // PyIceberg writes a table of its own into the catalog, its files named `file:///…`.
+    let warehouse = p.path().join("warehouse");
+    let out = std::process::Command::new("python3")
+        .arg(crate::common::repo().join("tests/interop/write_embedded.py"))
+        .arg(warehouse.join("catalog.db"))
+        .arg(&warehouse)
+        .arg("default")
+        .arg("bronze.other_tool")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let theirs: Vec<String> = written["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    assert!(theirs.iter().all(|f| f.starts_with("file://")), "{written}");
+    // A link inside a table folder to a file outside the warehouse, and one to a folder.
+    let outside = p.path().join("keep.parquet");
+    std::fs::write(&outside, b"not ours").unwrap();
+    let data = warehouse.join("silver/orders/data");
+    std::os::unix::fs::symlink(&outside, data.join("linked.parquet")).unwrap();
+    std::fs::create_dir_all(p.path().join("elsewhere")).unwrap();
+    std::fs::write(p.path().join("elsewhere/x.parquet"), b"not ours").unwrap();
+    std::os::unix::fs::symlink(p.path().join("elsewhere"), data.join("linked-folder")).unwrap();
+    age_two_hours(&p);
+
+    // The project named through `..`: the same warehouse, not "outside" it.
+    let dotted = p.path().join("sample-data/..");
+    let by_dots = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pipeline"))
+            .arg("--project")
+            .arg(&dotted)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    by_dots(&["check", "--json"]);
+    by_dots(&["maintain", "retail", "--json"]);
+    by_dots(&[
+        "orphans",
+        "--delete",
+        "--force",
+        "--older-than",
+        "0",
+        "--json",
+    ]);
+    p.json(&["orphans", "--delete", "--force", "--older-than", "0"]);
+
+    for file in &theirs {
+        let path = file.trim_start_matches("file://");
+        assert!(Path::new(path).exists(), "{path} was deleted");
+    }
+    assert_eq!(std::fs::read(&outside).unwrap(), b"not ours");
+    assert!(p.path().join("elsewhere/x.parquet").exists());
+    assert!(data.join("linked.parquet").symlink_metadata().is_ok());
+    intact(&p);
+    let readers = p.independent_readers();
+    assert_eq!(readers["bronze.other_tool"]["pyiceberg"]["rows"], 6);
+    assert_eq!(readers["bronze.other_tool"]["duckdb"]["rows"], 6);
 }
