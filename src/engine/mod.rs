@@ -9,6 +9,7 @@ mod message;
 mod parquet_scan;
 mod row_count;
 mod session;
+mod sql_lines;
 mod window_rule;
 
 pub use gate::{
@@ -22,4 +23,5 @@ pub use session::{
     new_session, register_table, return_freed_memory, runtime_env, session_over,
     DEFAULT_MEMORY_LIMIT_MB, WORKER_STACK_BYTES,
 };
+pub use sql_lines::{line_naming, line_of_quoted_name, lines_naming};
 pub use window_rule::{SortedRowNumberExec, StreamingRowNumber};

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use crate::engine::line_naming;
 use crate::error::{Error, Result};
 use crate::spec::{BadRecordPolicy, Check, Pipeline, TableName};
 use crate::transform::{parse_transform, ParsedTransform};
@@ -54,21 +55,6 @@ impl JobGraph {
             }
         }
     }
-}
-
-/// The first line (1-based) of `sql` that names `table` (`ns.name`, any case).
-fn line_naming(sql: &str, table: &str) -> Option<usize> {
-    let table = table.to_ascii_lowercase();
-    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
-    sql.lines()
-        .position(|line| {
-            let line = line.to_ascii_lowercase();
-            line.match_indices(&table).any(|(at, _)| {
-                !is_word(line[..at].chars().next_back())
-                    && !is_word(line[at + table.len()..].chars().next())
-            })
-        })
-        .map(|l| l + 1)
 }
 
 /// Parses every transform and orders the jobs. A cycle is an error naming its tables, and

@@ -20,7 +20,7 @@ use serde::Serialize;
 use super::graph::{job_graph, JobId};
 use crate::catalog::PipelineCatalog;
 use crate::commit::{schema_of, type_change, DesiredColumn, TypeChange};
-use crate::engine::{admit, plan, session_over, Entry};
+use crate::engine::{admit, lines_naming, plan, session_over, Entry};
 use crate::error::{Error, Result};
 use crate::ingest::{output_tables, with_added_columns};
 use crate::lineage::{
@@ -501,20 +501,4 @@ async fn plan_reader(
         .await
         .map_err(|r| r.with_line())?;
     Ok(query_lineage(&logical))
-}
-
-/// Lines of `sql` (1-based) naming `column` as a whole word outside `--` comments.
-fn lines_naming(sql: &str, column: &str) -> Vec<usize> {
-    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-    sql.lines()
-        .enumerate()
-        .filter(|(_, line)| {
-            let code = line.split("--").next().unwrap_or("");
-            code.match_indices(column).any(|(i, _)| {
-                !is_word(code[..i].chars().next_back())
-                    && !is_word(code[i + column.len()..].chars().next())
-            })
-        })
-        .map(|(i, _)| i + 1)
-        .collect()
 }

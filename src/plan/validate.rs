@@ -11,7 +11,7 @@ use iceberg::table::Table;
 use super::graph::{job_graph, JobGraph, JobId};
 use crate::catalog::PipelineCatalog;
 use crate::commit::schema_of;
-use crate::engine::session_over;
+use crate::engine::{line_naming, session_over};
 use crate::error::{Error, Result};
 use crate::ingest::{output_tables, with_added_columns};
 use crate::lineage::{query_lineage, QueryLineage};
@@ -49,7 +49,7 @@ pub async fn validate(pipeline: &Pipeline) -> Result<Validated> {
             None => {
                 return Err(Error::Sql {
                     file: pipeline.transforms[i].sql_file.clone(),
-                    line: None,
+                    line: line_naming(&pipeline.transforms[i].sql, &name.to_string()),
                     message: format!(
                         "reads table `{name}`, which no job of pipeline `{}` produces and which does not exist in the catalog",
                         pipeline.name

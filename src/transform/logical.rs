@@ -6,7 +6,7 @@ use datafusion::prelude::SessionContext;
 
 use super::parse::ParsedTransform;
 use crate::commit::DesiredColumn;
-use crate::engine::plan;
+use crate::engine::{line_naming, line_of_quoted_name, plan};
 use crate::error::{Error, Result};
 use crate::spec::TransformJob;
 use crate::write::iceberg_compatible_schema;
@@ -62,42 +62,19 @@ pub fn output_columns(job: &TransformJob, plan: &LogicalPlan) -> Result<Vec<Desi
         .collect()
 }
 
-/// For a message naming something in quotes (`Invalid function 'foo'`, `table 'x' not found`),
-/// the first line of the SQL that mentions the first such name as a word.
-fn line_of_quoted_name(sql: &str, message: &str) -> Option<usize> {
-    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-    let lower = sql.to_ascii_lowercase();
-    for quote in ['\'', '"', '`'] {
-        for name in message.split(quote).skip(1).step_by(2) {
-            let name = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
-            if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-                continue;
-            }
-            let line = lower.lines().position(|line| {
-                line.match_indices(&name).any(|(i, _)| {
-                    !is_word(line[..i].chars().next_back())
-                        && !is_word(line[i + name.len()..].chars().next())
-                })
-            });
-            if let Some(line) = line {
-                return Some(line + 1);
-            }
-        }
-    }
-    None
-}
-
-/// For `No field named x`, the first line of the SQL that mentions `x` as a word.
+/// For `No field named x` or `Unsupported SQL type x`, the first line of the SQL that names
+/// `x`.
 fn line_of_named_field(sql: &str, message: &str) -> Option<usize> {
-    let rest = &message[message.find("No field named ")? + 15..];
-    let qualified = rest.split(". Valid fields").next()?.trim_end_matches('.');
-    let name = qualified.rsplit('.').next()?.trim_matches('"');
-    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-    let line = sql.lines().position(|line| {
-        line.match_indices(name).any(|(i, _)| {
-            !is_word(line[..i].chars().next_back())
-                && !is_word(line[i + name.len()..].chars().next())
+    ["No field named ", "Unsupported SQL type "]
+        .iter()
+        .find_map(|prefix| {
+            let rest = &message[message.find(prefix)? + prefix.len()..];
+            let qualified = rest
+                .split(". Valid fields")
+                .next()?
+                .split_whitespace()
+                .next()?
+                .trim_end_matches('.');
+            line_naming(sql, qualified.rsplit('.').next()?.trim_matches('"'))
         })
-    })?;
-    Some(line + 1)
 }

@@ -100,7 +100,7 @@ fn unknown_table_is_an_error_before_any_work() {
     );
     assert_eq!(
         error_of(&p, "run"),
-        "error: sql/p/t.sql: reads table `bronze.nowhere`, which no job of pipeline `p` produces and which does not exist in the catalog"
+        "error: sql/p/t.sql:3: reads table `bronze.nowhere`, which no job of pipeline `p` produces and which does not exist in the catalog"
     );
     assert_eq!(
         p.json(&["tables"]),
@@ -269,4 +269,19 @@ fn a_planning_error_names_the_line_of_what_it_names() {
     );
     let err = error_of(&p, "validate");
     assert!(err.starts_with("error: sql/p/t.sql:2: "), "{err}");
+    // Errors DataFusion gives no position: a table nothing produces, a type it does not know.
+    for (sql, line) in [
+        (
+            "SELECT id,\n  v\nFROM bronze.t\nJOIN bronze.missing m ON true",
+            4,
+        ),
+        ("SELECT id,\n  CAST(v AS nosuchtype) AS w\nFROM bronze.t", 2),
+    ] {
+        p.write("sql/p/t.sql", sql);
+        let err = error_of(&p, "validate");
+        assert!(
+            err.starts_with(&format!("error: sql/p/t.sql:{line}: ")),
+            "{sql}: {err}"
+        );
+    }
 }
