@@ -204,6 +204,18 @@ impl Survey {
     /// may belong to a writer this project's locks do not hold off), sorted. Nothing for a
     /// remote catalog, whose storage this engine does not list, or a folder outside the root.
     pub fn unreferenced_under(&self, location: &str, min_age: Duration) -> Result<Vec<Unlisted>> {
+        Ok(self
+            .unreferenced_with_age(location)?
+            .into_iter()
+            .filter(|(_, age)| *age >= min_age)
+            .map(|(file, _)| file)
+            .collect())
+    }
+
+    /// Every file under `location` that nothing live references, with how long ago it was
+    /// last modified (zero when that is unknown or in the future), sorted by path; as
+    /// [`Survey::unreferenced_under`] finds them.
+    pub fn unreferenced_with_age(&self, location: &str) -> Result<Vec<(Unlisted, Duration)>> {
         let Some(root) = &self.root else {
             return Ok(Vec::new());
         };
@@ -221,19 +233,18 @@ impl Survey {
                 continue;
             }
             let meta = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?;
-            let old = meta
+            let age = meta
                 .modified()
                 .ok()
                 .and_then(|m| now.duration_since(m).ok())
-                .is_some_and(|age| age >= min_age);
-            if old {
-                out.push(Unlisted {
-                    path: text,
-                    bytes: meta.len(),
-                });
-            }
+                .unwrap_or(Duration::ZERO);
+            let file = Unlisted {
+                path: text,
+                bytes: meta.len(),
+            };
+            out.push((file, age));
         }
-        out.sort_by(|a, b| a.path.cmp(&b.path));
+        out.sort_by(|a, b| a.0.path.cmp(&b.0.path));
         Ok(out)
     }
 
@@ -285,6 +296,21 @@ pub fn replace_landing_file(rewritten: &Path, original: &Path, keep: bool) -> Re
             _ => Ok(()),
         }
     }
+}
+
+/// Whether the file at `path` was named by a run of this engine: its name starts with a run
+/// id (`20261130T031105Z-f678e367-`, as every data file this engine writes). A metadata file
+/// or manifest (named by a UUID, as every Iceberg writer names them) does not qualify.
+pub fn named_by_a_run(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).as_bytes();
+    let digits = |r: std::ops::Range<usize>| name[r].iter().all(u8::is_ascii_digit);
+    name.len() > 26
+        && digits(0..8)
+        && name[8] == b'T'
+        && digits(9..15)
+        && &name[15..17] == b"Z-"
+        && name[17..25].iter().all(|b| b.is_ascii_hexdigit())
+        && name[25] == b'-'
 }
 
 /// `path` lies inside `root` at least two folders down (`NAMESPACE/TABLE/...`).
@@ -348,6 +374,21 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runs_files_are_known_by_their_names() {
+        assert!(named_by_a_run(
+            "/w/silver/orders/data/m=1/20261203T151309Z-43c7f958-5bbbab62-0-00002.parquet"
+        ));
+        for other in [
+            "/w/silver/orders/metadata/04e691a4-bd42-4fdd-8a79-d93a05b023cc-m1.avro",
+            "/w/silver/orders/data/00000-0-6a1c.parquet",
+            "/w/x/20261203T151309Z-43c7f958",
+            "/w/x/2026120xT151309Z-43c7f958-a.parquet",
+        ] {
+            assert!(!named_by_a_run(other), "{other}");
+        }
+    }
 
     #[test]
     fn only_plain_paths_inside_a_table_folder_of_the_root_qualify() {

@@ -64,7 +64,9 @@ mod target;
 mod unreferenced;
 mod widen;
 
-pub use deletion::{replace_landing_file, Deleter, Deletion, Kept, Survey, Unlisted};
+pub use deletion::{
+    named_by_a_run, replace_landing_file, Deleter, Deletion, Kept, Survey, Unlisted,
+};
 pub use diff::{changed_files, file_times, FileTimes};
 pub use expire::{
     expirable, expire_metadata, expire_snapshots, expire_with, trim_metadata_log, Expired, Expiry,

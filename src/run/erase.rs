@@ -213,6 +213,10 @@ pub async fn erase(
             held,
         )
         .await?;
+        // What the purge left (a file another writer may have in flight) was not searched.
+        let left = purged.tables.iter().flat_map(|t| &t.kept);
+        let left = left.map(|k| format!("{}: {}", k.path, k.why));
+        report.receipt.not_searched.extend(left);
         report.purge = Some(purged);
     }
     drop(lock);

@@ -60,7 +60,9 @@ pub struct MaintainOptions {
     /// The erase this maintenance purges (`pipeline erase --purge`), named in its record.
     pub purge_of: Option<String>,
     /// Files in a table's folder that nothing references are deleted once this old (an hour:
-    /// a younger one may be a writer's this project's locks do not hold off; a purge: any).
+    /// a younger one may be a writer's this project's locks do not hold off). A purge deletes
+    /// younger ones too when a run of this engine named them (a killed run's data files), and
+    /// lists the others it leaves.
     pub unreferenced_age: std::time::Duration,
 }
 
@@ -151,6 +153,7 @@ pub(super) async fn maintain_locked(
     let cleanup = Cleanup {
         held,
         unreferenced_age: options.unreferenced_age,
+        purging: options.purge_of.is_some(),
         locations: &locations,
     };
     cleanup.run(catalog, pipeline, freed, &mut tables).await?;

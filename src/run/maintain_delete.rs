@@ -9,15 +9,19 @@ use std::time::Duration;
 use super::maintenance::TableMaintenance;
 use super::open::Held;
 use crate::catalog::PipelineCatalog;
-use crate::commit::Deleter;
+use crate::commit::{named_by_a_run, Deleter, Kept, Unlisted};
 use crate::error::Result;
 use crate::spec::Pipeline;
 
-/// What the deletion step needs: the locks held, how old an unreferenced file must be, and the
-/// location of each maintained table (in the order of the reports).
+/// What the deletion step needs: the locks held, how old an unreferenced file must be, whether
+/// this is a purge, and the location of each maintained table (in the order of the reports).
 pub(super) struct Cleanup<'a> {
     pub held: &'a Held,
     pub unreferenced_age: Duration,
+    /// A purge also deletes younger unreferenced files a run of this engine named (a killed
+    /// run's data files may hold the erased rows) and lists, as kept, the younger ones it
+    /// leaves: they may be another writer's, in flight.
+    pub purging: bool,
     pub locations: &'a [String],
 }
 
@@ -64,9 +68,8 @@ impl Cleanup<'_> {
             report.kept.extend(done.kept.into_iter().chain(done.failed));
         }
         for (report, location) in reports.iter_mut().zip(self.locations) {
-            let found = deleter
-                .survey()
-                .unreferenced_under(location, self.unreferenced_age)?;
+            let (found, young) = self.unreferenced(&deleter, location)?;
+            report.kept.extend(young);
             if found.is_empty() {
                 continue;
             }
@@ -92,5 +95,30 @@ impl Cleanup<'_> {
             "maintain: freed and unreferenced files deleted"
         );
         Ok(())
+    }
+
+    /// The unreferenced files under `location` to delete, and the younger ones a purge leaves
+    /// (as kept, with why).
+    fn unreferenced(
+        &self,
+        deleter: &Deleter<'_>,
+        location: &str,
+    ) -> Result<(Vec<Unlisted>, Vec<Kept>)> {
+        let mut delete = Vec::new();
+        let mut young = Vec::new();
+        for (file, age) in deleter.survey().unreferenced_with_age(location)? {
+            if age >= self.unreferenced_age || (self.purging && named_by_a_run(&file.path)) {
+                delete.push(file);
+            } else if self.purging {
+                young.push(Kept {
+                    path: file.path,
+                    why: format!(
+                        "nothing references it, but it is younger than {} minutes and no run of this engine named it: it may be another writer's file in flight, so it was neither searched nor deleted (`pipeline maintain` deletes it once it is that old; `pipeline orphans --delete --force --older-than 0` now, if no other writer is at work)",
+                        self.unreferenced_age.as_secs() / 60
+                    ),
+                });
+            }
+        }
+        Ok((delete, young))
     }
 }

@@ -13,7 +13,8 @@ use crate::spec::{Pipeline, TableName};
 /// Every older one (even those kept for rollback and for incremental runs) expires, and the
 /// data files, manifests and metadata files only they referenced are deleted: no file of the
 /// warehouse holds the erased rows afterwards, nor does any file in the tables' folders that
-/// nothing references (a killed run's), whatever its age. The caller holds the run lock of
+/// nothing references (a killed run's data files, whatever their age; other files an hour old:
+/// a younger one may be another writer's in flight, and is listed instead). The caller holds the run lock of
 /// every pipeline of the project (`held`, the erase's), so no run comes in between. Recorded as `maintain` runs whose records name the
 /// erase (`purge_of`) and what each table lost; it cannot be undone.
 pub(super) async fn purge(
@@ -33,8 +34,9 @@ pub(super) async fn purge(
     options.expire_protected = true;
     options.invocation = invocation;
     options.purge_of = Some(erase_run.to_string());
-    // Files nothing references (a killed run's) may hold the subject too: all go, any age.
-    options.unreferenced_age = Duration::ZERO;
+    // Files nothing references (a killed run's) may hold the subject too: those a run of
+    // this engine named go whatever their age, the others once an hour old; the rest are
+    // listed (see `maintain_delete`).
     // First pass: manifests rewritten to hold live files only (the erase snapshot's manifests
     // still list the removed files, with their column bounds), older snapshots expired.
     spec.maintenance.max_manifests = 0;
