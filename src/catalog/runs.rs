@@ -74,6 +74,8 @@ enum Which<'a> {
         pipeline: &'a str,
         since: &'a str,
     },
+    /// Records of rollbacks that dropped a table (a table record with `dropped_metadata`).
+    Dropping,
     /// `pipeline`'s records newest first: `limit` of them after the newest `offset`.
     Newest {
         pipeline: &'a str,
@@ -93,6 +95,7 @@ impl Which<'_> {
             Which::Since { pipeline, since } => {
                 r.pipeline == *pipeline && r.finished_at.as_str() >= *since
             }
+            Which::Dropping => r.tables.iter().any(|t| t.dropped_metadata.is_some()),
             Which::Newest { pipeline, .. } => r.pipeline == *pipeline,
         }
     }
@@ -102,6 +105,13 @@ impl PipelineCatalog {
     /// Every run record of this catalog, oldest first.
     pub async fn runs(&self) -> Result<Vec<RunRecord>> {
         self.select_runs(Which::All).await
+    }
+
+    /// The records of rollbacks that dropped a table, oldest first: what keeps a dropped
+    /// table's files for its undo. Read without parsing every other record (a year of nightly
+    /// runs holds hundreds).
+    pub async fn dropping_runs(&self) -> Result<Vec<RunRecord>> {
+        self.select_runs(Which::Dropping).await
     }
 
     /// One run record.
@@ -227,6 +237,11 @@ impl PipelineCatalog {
                 sql.push_str(" AND run_id = ?");
                 binds.push(id.to_string());
                 String::new()
+            }
+            Which::Dropping => {
+                // Records serialize `dropped_metadata` only when a table was dropped.
+                sql.push_str(" AND instr(record, '\"dropped_metadata\"') > 0");
+                " ORDER BY finished_at, run_id".to_string()
             }
             Which::Tick { pipeline, tick } => {
                 sql.push_str(" AND pipeline = ? AND json_extract(record, '$.tick') = ?");

@@ -116,7 +116,7 @@ impl LiveFiles {
     /// undo cannot work); one whose files cannot be read now protects its whole folder.
     async fn add_dropped(&mut self, catalog: &PipelineCatalog, listed: &[TableName]) -> Result<()> {
         let mut seen: HashSet<String> = HashSet::new();
-        for record in catalog.runs().await? {
+        for record in catalog.dropping_runs().await? {
             for t in record.tables {
                 let (Some(location), Some(table)) =
                     (t.dropped_metadata, TableName::parse(&t.table))

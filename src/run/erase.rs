@@ -327,7 +327,7 @@ async fn dropped_tables(catalog: &PipelineCatalog, pipeline: &Pipeline) -> Resul
     let listed = catalog.list_tables().await?;
     let written = pipeline.tables_written();
     let mut out = Vec::new();
-    for record in catalog.runs().await? {
+    for record in catalog.dropping_runs().await? {
         for t in &record.tables {
             let Some(table) = TableName::parse(&t.table) else {
                 continue;
