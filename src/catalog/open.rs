@@ -171,12 +171,24 @@ impl PipelineCatalog {
     /// The metadata file the embedded catalog records for `table` (read from the catalog
     /// database, without reading the file); `None` for remote catalogs and unknown tables.
     pub async fn recorded_metadata_location(&self, table: &TableName) -> Result<Option<String>> {
+        Ok(self
+            .recorded_locations(table)
+            .await?
+            .map(|(current, _)| current))
+    }
+
+    /// The current and previous metadata files the embedded catalog's database records for
+    /// `table`; `None` for remote catalogs and unknown tables.
+    async fn recorded_locations(
+        &self,
+        table: &TableName,
+    ) -> Result<Option<(String, Option<String>)>> {
         let Backend::Sql { database, .. } = &self.backend else {
             return Ok(None);
         };
         let mut conn = sql::sqlite_connection(database).await?;
-        let row: Option<(String,)> = sqlx::query_as(
-            "SELECT metadata_location FROM iceberg_tables \
+        let row = sqlx::query_as(
+            "SELECT metadata_location, previous_metadata_location FROM iceberg_tables \
              WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
         )
         .bind(&self.name)
@@ -184,31 +196,14 @@ impl PipelineCatalog {
         .bind(&table.name)
         .fetch_optional(&mut conn)
         .await?;
-        Ok(row.map(|(location,)| location))
+        Ok(row)
     }
 
     /// The error for a table the catalog lists but whose metadata cannot be read: for the
     /// embedded catalog it names the metadata file and the version before it.
     async fn unreadable(&self, table: &TableName, e: iceberg::Error) -> Error {
         let cause = Error::from(e);
-        let Backend::Sql { database, .. } = &self.backend else {
-            return Error::table(table, "cannot load table", cause);
-        };
-        let locations = async {
-            let mut conn = sql::sqlite_connection(database).await?;
-            let row: Option<(String, Option<String>)> = sqlx::query_as(
-                "SELECT metadata_location, previous_metadata_location FROM iceberg_tables \
-                 WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
-            )
-            .bind(&self.name)
-            .bind(&table.namespace)
-            .bind(&table.name)
-            .fetch_optional(&mut conn)
-            .await?;
-            Ok::<_, Error>(row)
-        }
-        .await;
-        match locations {
+        match self.recorded_locations(table).await {
             Ok(Some((current, previous))) => Error::Damaged(format!(
                 "table {table}: its metadata file {current} cannot be read ({cause}){}",
                 previous
