@@ -39,6 +39,7 @@ pub mod mcp;
 pub mod output;
 pub mod plan;
 pub mod quality;
+pub mod records;
 pub mod run;
 pub mod schedule;
 pub mod secrets;

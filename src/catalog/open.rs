@@ -32,7 +32,7 @@ impl PipelineCatalog {
     }
 
     /// A connection to the embedded catalog database that waits up to 30 s for other writers.
-    pub(super) async fn connect_sqlite(&self) -> Result<Option<sqlx::SqliteConnection>> {
+    pub(crate) async fn connect_sqlite(&self) -> Result<Option<sqlx::SqliteConnection>> {
         match &self.backend {
             Backend::Sql { database, .. } => Ok(Some(sql::sqlite_connection(database).await?)),
             Backend::Remote(_) => Ok(None),

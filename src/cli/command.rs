@@ -10,12 +10,13 @@ use super::print;
 use super::print_runs;
 use super::progress::Progress;
 use super::schedule;
-use crate::catalog::{open_project_catalog, Invocation, PipelineCatalog};
+use crate::catalog::{open_project_catalog, PipelineCatalog};
 use crate::error::{Error, Result};
 use crate::inspect;
 use crate::plan::{
     lineage_of, lineage_roots, lineage_target, plan_backfill, plan_changes, validate, Backfill,
 };
+use crate::records::Invocation;
 use crate::run::{rollback, run_pipeline, RunOptions};
 use crate::spec::{load_with_catalog, producer_of, TableName};
 

@@ -2,9 +2,9 @@
 //! purges that followed it) and the record of a rollback.
 
 use super::print::{json, strings};
-use crate::catalog::RunRecord;
 use crate::output::render_table;
 use crate::quality::summary;
+use crate::records::RunRecord;
 use crate::run::RollbackReport;
 
 /// `pipeline run-info` and `pipeline rollback`: one run record.

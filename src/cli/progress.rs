@@ -1,9 +1,9 @@
 //! Progress on stderr while a command works: a line per job start and end, row counts of long
 //! jobs, each check's verdict, conflicts, waits and recoveries.
 
-use crate::catalog::QualityResult;
 use crate::commit::JobKind;
 use crate::plan::Scope;
+use crate::records::QualityResult;
 use crate::run::{JobAction, JobReport, Observer};
 use crate::spec::{ExpectAction, TableName};
 

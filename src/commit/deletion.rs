@@ -24,9 +24,9 @@ use serde::Serialize;
 
 use super::live::{canonical, plain, LiveFiles, LiveTable};
 use super::publish::publish_in_progress;
-use crate::catalog::lock::AllLocks;
 use crate::catalog::{lies_inside as inside, PipelineCatalog};
 use crate::error::{Error, Result};
+use crate::records::lock::AllLocks;
 
 /// Files nothing references are deleted by `maintain` and listed by `orphans` once this old:
 /// a younger one may belong to a writer the project's locks do not hold off (a run of

@@ -11,8 +11,8 @@ use iceberg::table::Table;
 
 use super::range::PartitionRange;
 use super::summary;
-use crate::catalog::TableRecord;
 use crate::error::Result;
+use crate::records::TableRecord;
 use crate::spec::TableName;
 
 /// How a staged snapshot relates to the table's current content.

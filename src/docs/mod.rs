@@ -15,11 +15,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::catalog::{QualityResult, RunRecord};
 use crate::error::{Error, Result};
 use crate::inspect::{self, SnapshotInfo, TableInfo};
 use crate::lineage::{pipeline_lineage, PipelineLineage};
 use crate::plan::{validate, JobId};
+use crate::records::{QualityResult, RunRecord};
 
 use crate::engine::{admit, Entry};
 use crate::spec::{ColumnRef, Pipeline, Reader, ReaderUses, TableName};

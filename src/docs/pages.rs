@@ -6,8 +6,8 @@ use std::fmt::Write;
 use super::dag::{self, Node};
 use super::html::{escape, page};
 use super::{Site, TablePage};
-use crate::catalog::RunRecord;
 use crate::lineage::{render, LineageFormat};
+use crate::records::RunRecord;
 use crate::spec::ColumnRef;
 
 /// The file name of `table`'s page, under `tables/`.

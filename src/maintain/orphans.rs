@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::catalog::lock::{acquire_all, LockWait};
 use crate::catalog::PipelineCatalog;
 use crate::commit::{Deleter, Kept, Survey};
 use crate::error::{Error, Result};
+use crate::records::lock::{acquire_all, LockWait};
 
 /// One unreferenced file.
 #[derive(Debug, Clone, Serialize, PartialEq)]

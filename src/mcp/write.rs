@@ -12,9 +12,9 @@ use rmcp::{schemars, tool, tool_router, RoleServer};
 use serde::Deserialize;
 
 use super::server::{answer, client_of, Lake};
-use crate::catalog::Invocation;
 use crate::error::{Error, Result};
 use crate::plan::Backfill;
+use crate::records::Invocation;
 use crate::run::{rollback, run_pipeline, LockWait, RunOptions, Silent};
 
 /// How long a write tool waits for another run of the same pipeline.

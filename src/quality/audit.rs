@@ -11,7 +11,7 @@ use super::anomaly;
 use super::check_sql::{count_sql, rule_of, violations_sql, written_sql};
 use super::history::AuditHistory;
 use super::query::{scalar, scalar_rows};
-use crate::catalog::{PipelineCatalog, QualityResult};
+use crate::catalog::PipelineCatalog;
 use crate::commit::summary::total_records;
 use crate::commit::StagedTable;
 use crate::commit::WriteMode;
@@ -19,6 +19,7 @@ use crate::engine::{new_session, query, register_table, table_provider, CountedT
 use crate::error::{Error, Result};
 use crate::lineage::PipelineLineage;
 use crate::output::batches_to_rows;
+use crate::records::QualityResult;
 use crate::spec::{quote_ident, Check, ExpectAction, Expectation, TableName};
 use crate::transform::range_predicate;
 

@@ -7,8 +7,9 @@
 use std::collections::{HashMap, HashSet};
 
 use super::anomaly::Baselines;
-use crate::catalog::{PipelineCatalog, RunRecord};
+use crate::catalog::PipelineCatalog;
 use crate::error::Result;
+use crate::records::RunRecord;
 use crate::spec::{Check, ExpectAction, Expectation};
 
 /// Records read per page.

@@ -1,8 +1,8 @@
 //! What an audit's results mean for a run: the result of a `drop` expectation, a one-line
 //! count, and the error of the first failed `fail` expectation.
 
-use crate::catalog::QualityResult;
 use crate::error::Error;
+use crate::records::QualityResult;
 use crate::spec::{ExpectAction, Expectation, TableName};
 
 /// The result of a `drop` expectation: its violating rows went to `quarantine` as the table

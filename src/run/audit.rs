@@ -4,12 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::report::Observer;
-use crate::catalog::QualityResult;
 use crate::commit::StagedTable;
 use crate::error::Result;
 use crate::lineage::pipeline_lineage;
 use crate::plan::Validated;
 use crate::quality::{audit, dropped_result, first_failure, AuditContext, AuditHistory};
+use crate::records::QualityResult;
 use crate::spec::{ExpectAction, Expectation, Pipeline, TableName};
 
 /// Evaluates `pipeline`'s expectations on `staged` (run `run_id`, started at

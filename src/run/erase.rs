@@ -34,17 +34,17 @@ use super::options::RunOptions;
 use super::purge::purge;
 use super::report::Observer;
 use super::rewrite_rows::{compile_condition, true_rows, Edit, Rewrite, RewrittenTable};
-use crate::catalog::lock::LockWait;
-use crate::catalog::{
-    new_run_id, EraseReceipt, ErasedSource, ErasedTable, Invocation, PipelineCatalog, RunKind,
-    RunRecord,
-};
+use crate::catalog::PipelineCatalog;
 use crate::commit::ledger::LoadedFile;
 use crate::commit::publish::publish_with_retry;
 use crate::commit::JobContext;
 use crate::error::{Error, Result};
 use crate::plan::subject::condition_columns;
 use crate::plan::{recomputed_by_erase, subject_tables, validate, JobId, Validated};
+use crate::records::lock::LockWait;
+use crate::records::{
+    new_run_id, EraseReceipt, ErasedSource, ErasedTable, Invocation, RunKind, RunRecord,
+};
 use crate::spec::{Pipeline, TableName};
 
 /// What `pipeline erase` is asked to do.

@@ -9,9 +9,10 @@ use super::open::lock_and_recover;
 use super::options::RunOptions;
 use super::pipeline::served_by;
 use super::report::Observer;
-use crate::catalog::{PipelineCatalog, RunKind, RunRecord};
+use crate::catalog::PipelineCatalog;
 use crate::commit::publish::{publish, Publication};
 use crate::error::{Error, Result};
+use crate::records::{RunKind, RunRecord};
 use crate::spec::Pipeline;
 
 /// Records that run `run_id` of `pipeline` failed for good serving `options.tick`, with

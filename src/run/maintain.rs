@@ -31,14 +31,15 @@ use super::maintain_publish::{execute, Executed};
 use super::maintenance::{MaintainReport, Planned, TableMaintenance};
 use super::open::{lock_project_and_recover, refuse_outside_warehouse, Held};
 use super::report::Observer;
-use crate::catalog::lock::LockWait;
-use crate::catalog::{Invocation, PipelineCatalog};
+use crate::catalog::PipelineCatalog;
 use crate::commit::deletion::UNREFERENCED_MIN_AGE;
 use crate::commit::summary::INPUTS;
 use crate::commit::{expirable, Expiry};
 use crate::compact::{select, Sizes};
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
+use crate::records::lock::LockWait;
+use crate::records::Invocation;
 use crate::spec::{Pipeline, TableName};
 
 /// How `pipeline maintain` is asked to run.

@@ -12,9 +12,7 @@ use chrono::Utc;
 
 use super::maintenance::{Planned, TableMaintenance};
 use super::report::Observer;
-use crate::catalog::{
-    new_run_id, ExpiredFiles, Invocation, PipelineCatalog, RunKind, RunRecord, TableRecord,
-};
+use crate::catalog::PipelineCatalog;
 use crate::commit::publish::{
     publisher, rebase, Publication, PublishOutcome, TableChange, ATTEMPTS,
 };
@@ -26,6 +24,7 @@ use crate::commit::{
 use crate::compact::compact;
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
+use crate::records::{new_run_id, ExpiredFiles, Invocation, RunKind, RunRecord, TableRecord};
 use crate::spec::Pipeline;
 
 /// What the writing half did: the published record (`None` when no table needed a change

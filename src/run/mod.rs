@@ -26,7 +26,7 @@ mod rollback;
 mod row_change;
 mod transform_job;
 
-pub use crate::catalog::lock::{holder, lock_path, LockWait};
+pub use crate::records::lock::{holder, lock_path, LockWait};
 pub use erase::{erase, EraseReport, EraseRequest};
 pub use failed::record_failure;
 pub use maintain::{maintain_pipeline, MaintainOptions};

@@ -8,11 +8,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::report::Observer;
-use crate::catalog::lock::{self, acquire_others, AllLocks, LockWait, RunLock};
 use crate::catalog::PipelineCatalog;
 use crate::commit::publish::recover;
 use crate::error::{Error, Result};
 use crate::plan::{validate, Validated};
+use crate::records::lock::{self, acquire_others, AllLocks, LockWait, RunLock};
 use crate::spec::{pipeline_names, Pipeline};
 
 /// The run locks a command holds, released on drop.

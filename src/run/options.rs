@@ -3,9 +3,9 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::catalog::lock::LockWait;
-use crate::catalog::Invocation;
 use crate::plan::Backfill;
+use crate::records::lock::LockWait;
+use crate::records::Invocation;
 use crate::spec::Engine;
 
 /// How a run chooses what to recompute.

@@ -24,12 +24,12 @@ use super::maintain::after_run;
 use super::open::{open, Opened, Scope};
 use super::options::RunOptions;
 use super::report::{Observer, RunReport};
-use crate::catalog::{new_run_id, tick_key, RunKind, RunRecord};
 use crate::commit::publish::publish_with_retry;
 use crate::commit::JobContext;
 use crate::engine::return_freed_memory;
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
+use crate::records::{new_run_id, tick_key, RunKind, RunRecord};
 use crate::spec::Pipeline;
 
 /// What a run for a scheduled tick did.

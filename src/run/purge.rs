@@ -4,9 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::open::Held;
-use crate::catalog::lock::LockWait;
-use crate::catalog::{Invocation, PipelineCatalog};
+use crate::catalog::PipelineCatalog;
 use crate::error::Result;
+use crate::records::lock::LockWait;
+use crate::records::Invocation;
 use crate::spec::{Pipeline, TableName};
 
 /// `--purge` of the erase `erase_run`: the erased `tables` keep only their current snapshot.

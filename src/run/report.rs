@@ -5,10 +5,10 @@ use std::fmt;
 
 use serde::{Serialize, Serializer};
 
-use crate::catalog::QualityResult;
 use crate::commit::JobKind;
 use crate::ingest::{FileStats, IngestOutcome};
 use crate::plan::Scope;
+use crate::records::QualityResult;
 use crate::spec::TableName;
 
 /// What a job did to its table.

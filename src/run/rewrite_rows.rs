@@ -19,11 +19,12 @@ use iceberg::arrow::{schema_to_arrow_schema, ArrowReaderBuilder};
 use iceberg::scan::FileScanTask;
 use iceberg_datafusion::physical_plan::convert_filters_to_predicate;
 
-use crate::catalog::{PipelineCatalog, TableRecord};
+use crate::catalog::PipelineCatalog;
 use crate::commit::summary::{self, total_records, CARRIED_BY_REPLACE, LOADED_FILES};
 use crate::commit::{stage_snapshot, StagedTable, TableTarget, WriteMode};
 use crate::engine::expression;
 use crate::error::{Error, Result};
+use crate::records::TableRecord;
 use crate::spec::{TableName, DEFAULT_TARGET_FILE_SIZE};
 use crate::write::TableWriter;
 

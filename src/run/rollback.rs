@@ -16,12 +16,13 @@ use serde::Serialize;
 
 use super::open::lock_and_recover;
 use super::report::Observer;
-use crate::catalog::lock::LockWait;
-use crate::catalog::{new_run_id, Invocation, PipelineCatalog, RunKind, RunRecord, TableRecord};
+use crate::catalog::PipelineCatalog;
 use crate::commit::publish::{publish, Publication, TableChange};
 use crate::commit::summary::total_records;
 use crate::commit::{only_replaced_since, referenced};
 use crate::error::{Error, Result};
+use crate::records::lock::LockWait;
+use crate::records::{new_run_id, Invocation, RunKind, RunRecord, TableRecord};
 use crate::spec::TableName;
 
 /// One table's move in a rollback.

@@ -20,11 +20,12 @@ use iceberg::arrow::schema_to_arrow_schema;
 use super::open::lock_and_recover;
 use super::report::Observer;
 use super::rewrite_rows::{compile_condition, true_rows, Edit, Rewrite, RewrittenTable};
-use crate::catalog::lock::LockWait;
-use crate::catalog::{new_run_id, Invocation, PipelineCatalog, RunKind, RunRecord};
+use crate::catalog::PipelineCatalog;
 use crate::commit::publish::{publish, Publication, TableChange};
 use crate::engine::{admit, expression, Entry};
 use crate::error::{Error, Result};
+use crate::records::lock::LockWait;
+use crate::records::{new_run_id, Invocation, RunKind, RunRecord};
 use crate::spec::TableName;
 
 /// What a row change did to its table, beside the run record.

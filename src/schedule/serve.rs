@@ -9,8 +9,9 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::ticks::{due, next};
-use crate::catalog::{new_run_id, tick_key, Invocation, PipelineCatalog};
+use crate::catalog::PipelineCatalog;
 use crate::error::{Error, Result};
+use crate::records::{new_run_id, tick_key, Invocation};
 use crate::run::{record_failure, run_tick, LockWait, Observer, RunOptions, Served};
 use crate::spec::{Pipeline, Schedule};
 

@@ -7,8 +7,9 @@ use serde::Serialize;
 
 use super::serve::{last_served, schedule_of};
 use super::ticks::{due, next};
-use crate::catalog::{tick_key, PipelineCatalog};
+use crate::catalog::PipelineCatalog;
 use crate::error::Result;
+use crate::records::tick_key;
 use crate::run::holder;
 use crate::spec::Pipeline;
 

@@ -12,6 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["secrets", "output", "fault"],
     &["spec"],
     &["catalog", "write", "engine", "lineage"],
+    &["records"],
     &["commit", "cluster"],
     &["ingest", "transform", "compact"],
     &["quality"],

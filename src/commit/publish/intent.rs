@@ -16,13 +16,14 @@ use iceberg::spec::TableMetadata;
 use iceberg::MetadataLocation;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::{control_name, control_table, Current, RemoteCatalog, RunRecord, Swap};
+use crate::catalog::{Current, RemoteCatalog, Swap};
 use crate::commit::expire::expire_snapshots;
 use crate::commit::produce::stage_snapshot;
 use crate::commit::staged::WriteMode;
 use crate::commit::summary;
 use crate::commit::target::TableTarget;
 use crate::error::{Error, Result};
+use crate::records::{control_name, control_table, RunRecord};
 use crate::write::TableWriter;
 
 /// Table property of the control table holding the pending publish (JSON).

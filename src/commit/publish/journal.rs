@@ -28,9 +28,10 @@ use super::intent::{
 };
 use super::publication::{locations, versions_of, Publication, PublishOutcome, Publisher};
 use super::recover::resolve;
-use crate::catalog::{control_name, control_table, run_records, RemoteCatalog, RunRecord, Swap};
+use crate::catalog::{RemoteCatalog, Swap};
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
+use crate::records::{control_name, control_table, run_records, RunRecord};
 
 /// The publisher of remote catalogs without multi-table commits.
 pub struct JournaledPublisher {

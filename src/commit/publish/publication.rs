@@ -5,9 +5,10 @@
 use async_trait::async_trait;
 use iceberg::spec::{TableMetadata, MAIN_BRANCH};
 
-use crate::catalog::{RemoteCatalog, RunRecord};
+use crate::catalog::RemoteCatalog;
 use crate::commit::staged::StagedTable;
 use crate::error::{Error, Result};
+use crate::records::RunRecord;
 use crate::spec::TableName;
 
 /// One table's move in a publish.

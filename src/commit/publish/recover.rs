@@ -9,8 +9,9 @@
 use iceberg::spec::{SnapshotReference, SnapshotRetention, TableMetadata, MAIN_BRANCH};
 
 use super::intent::{finish, intent_of, run_of, write_next, Intent, IntentEntry};
-use crate::catalog::{control_name, PipelineCatalog, RemoteCatalog, Swap};
+use crate::catalog::{PipelineCatalog, RemoteCatalog, Swap};
 use crate::error::{Error, Result};
+use crate::records::control_name;
 use crate::spec::TableName;
 
 /// What [`recover`] did with a publish a previous command left half done.

@@ -10,12 +10,10 @@ use iceberg::spec::TableMetadata;
 use super::intent::{intent_of, stage_control};
 use super::publication::{locations, versions_of, Publication, PublishOutcome, Publisher};
 use super::recover::resolve;
-use crate::catalog::{
-    control_name, control_table, Committed, Current, MultiTableCommit, RemoteCatalog, RunRecord,
-    TableMove,
-};
+use crate::catalog::{Committed, Current, MultiTableCommit, RemoteCatalog, TableMove};
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
+use crate::records::{control_name, control_table, RunRecord};
 
 /// How many times the commit is sent again when only the control table moved meanwhile
 /// (another pipeline's record).

@@ -8,10 +8,11 @@ use std::time::Duration;
 use super::per_catalog::publisher;
 use super::publication::{Publication, PublishOutcome, TableChange};
 use super::rebase::rebase;
-use crate::catalog::{PipelineCatalog, RunRecord};
+use crate::catalog::PipelineCatalog;
 use crate::commit::expire::expire_snapshots;
 use crate::commit::staged::StagedTable;
 use crate::error::{Error, Result};
+use crate::records::RunRecord;
 use crate::spec::TableName;
 
 /// Publish attempts before a run gives up on a table other writers keep moving.

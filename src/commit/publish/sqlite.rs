@@ -12,9 +12,10 @@ use iceberg::MetadataLocation;
 use sqlx::Connection;
 
 use super::publication::{Publication, PublishOutcome, Publisher};
-use crate::catalog::{insert_run_record, sqlite_connection};
+use crate::catalog::sqlite_connection;
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
+use crate::records::insert_run_record;
 
 /// The embedded catalog's publisher: one SQLite transaction for every pointer and the record.
 pub struct SqlitePublisher {

@@ -6,9 +6,9 @@
 use sqlx::sqlite::SqliteConnection;
 use sqlx::Row;
 
-use super::connection::PipelineCatalog;
 use super::control;
 use super::record::RunRecord;
+use crate::catalog::PipelineCatalog;
 use crate::error::{Error, Result};
 
 const CREATE: &str = "CREATE TABLE IF NOT EXISTS pipeline_runs (
@@ -156,7 +156,7 @@ impl PipelineCatalog {
             "SELECT max(json_extract(record, '$.tick')) FROM pipeline_runs \
              WHERE catalog_name = ? AND pipeline = ?",
         )
-        .bind(&self.name)
+        .bind(self.name())
         .bind(pipeline)
         .fetch_one(&mut conn)
         .await?;
@@ -230,7 +230,7 @@ impl PipelineCatalog {
         };
         ensure(&mut conn).await?;
         let mut sql = String::from("SELECT record FROM pipeline_runs WHERE catalog_name = ?");
-        let mut binds: Vec<String> = vec![self.name.clone()];
+        let mut binds: Vec<String> = vec![self.name().to_string()];
         let order = match &which {
             Which::All => " ORDER BY finished_at, run_id".to_string(),
             Which::Id(id) => {

@@ -11,7 +11,7 @@ use iceberg::spec::{FormatVersion, NestedField, PrimitiveType, Schema, Type};
 use iceberg::{NamespaceIdent, TableCreation};
 
 use super::record::RunRecord;
-use super::remote::{Current, RemoteCatalog};
+use crate::catalog::{Current, RemoteCatalog};
 use crate::error::{Error, Result};
 use crate::spec::TableName;
 

@@ -1,6 +1,6 @@
 //! Run records: the durable receipt of every published run, backfill and rollback (what each
 //! changed, snapshot ids before and after, the expectations evaluated, who ran it and why, and
-//! the command that undoes it). [`crate::catalog`] stores them with the publish itself (see
+//! the command that undoes it). They are stored with the publish itself (see
 //! `runs.rs`): a record exists if and only if its run was published.
 
 use std::fmt;
@@ -120,7 +120,7 @@ pub struct RunRecord {
     pub tables: Vec<TableRecord>,
     /// For an erase: the receipt (condition, rows and files per table, landing files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub erase: Option<super::EraseReceipt>,
+    pub erase: Option<super::erase_receipt::EraseReceipt>,
     /// For the maintenance that `pipeline erase --purge` runs: the erase's run id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub purge_of: Option<String>,
