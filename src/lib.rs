@@ -6,29 +6,38 @@
 //! cli                          the command line: arguments, one printer per command, progress
 //! schedule  mcp  docs          when pipelines run by themselves (tick, daemon, status); the
 //!                              MCP server for agents; the static docs site for people
-//! run  inspect  maintain       one run end to end; read-only views; table upkeep
+//! erase                        one subject's rows out of every table that holds them
+//! run                          `pipeline run` and its backfills, end to end
+//! maintain  rollback  dml      table upkeep (compaction, expiry, check, orphans); undoing a
+//!                              recorded run; `pipeline sql` row changes
+//! operation  inspect           the skeleton every table-changing command runs on (lock,
+//!                              recover, stage, audit, record, publish); read-only views
 //! plan                         what a run WILL do: job graph, validation, scope, backfill, impact
 //! quality                      audits on staged snapshots
 //! ingest  transform            produce staged snapshots for one job
-//! commit                       snapshot producer, summaries, ledger, publish protocol
-//! catalog  write  lineage  engine   catalogs and run records; Parquet writers; column
-//!                              lineage; DataFusion sessions
+//! commit  cluster              snapshot producers, summaries, ledger, publish protocol;
+//!                              transforms on a Ballista cluster
+//! records                      run records, erase receipts, the control table, run locks
+//! catalog  write  engine  lineage   catalogs; Parquet writers; DataFusion sessions and the
+//!                              SQL gate; column lineage
 //! spec                         the TOML model
-//! error  secrets  output  fault   leaves
+//! secrets  output  fault       leaves: secret redaction, terminal output, crash points
+//! error                        the engine's one error type
 //! ```
 //!
 //! Data flows one way: [`spec`] (TOML + SQL) -> [`plan`] (job graph, scope) -> [`ingest`] /
 //! [`transform`] (Arrow record batch streams) -> [`write`] (partitioned Parquet data files) ->
 //! [`commit`] (staged snapshots) -> [`quality`] (audit) -> [`commit::publish`] (one atomic
-//! publish with the run record), driven by [`run`].
+//! publish with the run record), driven by [`run`] on the skeleton of [`operation`].
 
 pub mod catalog;
 pub mod cli;
 pub mod cluster;
 pub mod commit;
-pub mod compact;
+pub mod dml;
 pub mod docs;
 pub mod engine;
+pub mod erase;
 pub mod error;
 pub mod fault;
 pub mod ingest;
@@ -36,10 +45,12 @@ pub mod inspect;
 pub mod lineage;
 pub mod maintain;
 pub mod mcp;
+pub mod operation;
 pub mod output;
 pub mod plan;
 pub mod quality;
 pub mod records;
+pub mod rollback;
 pub mod run;
 pub mod schedule;
 pub mod secrets;

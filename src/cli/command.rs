@@ -17,7 +17,8 @@ use crate::plan::{
     lineage_of, lineage_roots, lineage_target, plan_backfill, plan_changes, validate, Backfill,
 };
 use crate::records::Invocation;
-use crate::run::{rollback, run_pipeline, RunOptions};
+use crate::rollback::rollback;
+use crate::run::{run_pipeline, RunOptions};
 use crate::spec::{load_with_catalog, producer_of, TableName};
 
 /// Runs the command `cli` names.
@@ -197,7 +198,7 @@ pub async fn execute(cli: Cli) -> Result<()> {
             reason,
             pipeline,
         } => {
-            let parsed = crate::run::parse_row_change(statement)?;
+            let parsed = crate::dml::parse_row_change(statement)?;
             let name = match pipeline {
                 Some(p) => p.clone(),
                 None => producer_of(&project, &parsed.table)?,
@@ -206,7 +207,7 @@ pub async fn execute(cli: Cli) -> Result<()> {
             // spec file is called.
             let spec = load_with_catalog(&project, &name, catalog_name)?;
             let catalog = PipelineCatalog::connect(&spec.catalog).await?;
-            let change = crate::run::change_rows(
+            let change = crate::dml::change_rows(
                 &catalog,
                 &spec.name,
                 &parsed,
@@ -230,14 +231,14 @@ pub async fn execute(cli: Cli) -> Result<()> {
                 ));
             }
             let spec = load_with_catalog(&project, pipeline, catalog_name)?;
-            let request = crate::run::EraseRequest {
+            let request = crate::erase::EraseRequest {
                 condition: condition.clone(),
                 plan_only: *plan,
                 rewrite_sources: *rewrite_sources,
                 purge: *purge,
                 invocation: invocation(reason),
             };
-            let report = crate::run::erase(&spec, &request, Arc::new(Progress::stderr())).await?;
+            let report = crate::erase::erase(&spec, &request, Arc::new(Progress::stderr())).await?;
             print::erase(&report, cli.json);
         }
         Command::Docs { pipeline, out } => {

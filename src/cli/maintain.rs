@@ -9,9 +9,9 @@ use crate::catalog::open_project_catalog;
 use crate::commit::deletion::UNREFERENCED_MIN_AGE;
 use crate::error::{Error, Result};
 use crate::maintain::{delete_orphans_safely, find_orphans, Orphans, OutsideTable};
+use crate::maintain::{maintain_pipeline, MaintainOptions, MaintainReport};
 use crate::output::render_table;
 use crate::records::Invocation;
-use crate::run::{maintain_pipeline, MaintainOptions, MaintainReport};
 use crate::spec::{load_with_catalog, pipeline_names, TableName};
 
 /// Orphans younger than this are deleted only with `--force`.

@@ -7,12 +7,13 @@ use arrow::datatypes::Schema;
 use arrow::record_batch::RecordBatch;
 use serde::Serialize;
 
+use crate::cli::impact_render::render_text;
 use crate::error::Result;
 use crate::inspect::{FileInfo, SnapshotInfo, TableInfo, TableSummary};
 use crate::lineage::{render, LineageFormat, PipelineLineage};
 use crate::maintain::TableCheck;
 use crate::output::{batches_to_json, batches_to_rows, render_table};
-use crate::plan::{render_text, JobId, PlannedTable, SchemaPlan, Validated};
+use crate::plan::{JobId, PlannedTable, SchemaPlan, Validated};
 use crate::run::RunReport;
 use crate::spec::{ColumnRef, Pipeline};
 
@@ -412,7 +413,7 @@ pub fn docs(site: &crate::docs::SiteReport, as_json: bool) {
 }
 
 /// `pipeline sql`: rows removed, files rewritten, and the run that undoes it.
-pub fn row_change(table: &crate::spec::TableName, change: &crate::run::RowChange, as_json: bool) {
+pub fn row_change(table: &crate::spec::TableName, change: &crate::dml::RowChange, as_json: bool) {
     if as_json {
         return json(change);
     }
@@ -435,7 +436,7 @@ pub fn row_change(table: &crate::spec::TableName, change: &crate::run::RowChange
 
 /// `pipeline erase`: per table the rows and files, the landing files, what was recomputed,
 /// the run and the purge.
-pub fn erase(report: &crate::run::EraseReport, as_json: bool) {
+pub fn erase(report: &crate::erase::EraseReport, as_json: bool) {
     if as_json {
         return json(&serde_json::json!({"erase": report, "purge": report.purge}));
     }

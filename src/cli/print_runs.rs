@@ -5,7 +5,7 @@ use super::print::{json, strings};
 use crate::output::render_table;
 use crate::quality::summary;
 use crate::records::RunRecord;
-use crate::run::RollbackReport;
+use crate::rollback::RollbackReport;
 
 /// `pipeline run-info` and `pipeline rollback`: one run record.
 /// `pipeline rollback RUN --plan`: what each table would do.

@@ -2,9 +2,9 @@
 //! jobs, each check's verdict, conflicts, waits and recoveries.
 
 use crate::commit::JobKind;
+use crate::operation::{JobAction, JobReport, Observer};
 use crate::plan::Scope;
 use crate::records::QualityResult;
-use crate::run::{JobAction, JobReport, Observer};
 use crate::spec::{ExpectAction, TableName};
 
 /// Progress on stderr: a line per job start and end, and row counts of long jobs.

@@ -61,7 +61,6 @@ mod replaced;
 mod staged;
 pub mod summary;
 mod target;
-mod unreferenced;
 mod widen;
 
 pub use deletion::{
@@ -83,5 +82,4 @@ pub use staged::{StagedTable, WriteMode};
 pub use target::{
     prepare_target, prepare_target_from, schema_of, DesiredColumn, Evolution, TableTarget,
 };
-pub use unreferenced::{unreferenced_files, Unreferenced};
 pub use widen::{type_change, TypeChange, WIDENINGS};

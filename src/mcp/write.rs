@@ -13,9 +13,11 @@ use serde::Deserialize;
 
 use super::server::{answer, client_of, Lake};
 use crate::error::{Error, Result};
+use crate::operation::Silent;
 use crate::plan::Backfill;
 use crate::records::Invocation;
-use crate::run::{rollback, run_pipeline, LockWait, RunOptions, Silent};
+use crate::rollback::rollback;
+use crate::run::{run_pipeline, LockWait, RunOptions};
 
 /// How long a write tool waits for another run of the same pipeline.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(600);

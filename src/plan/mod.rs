@@ -8,18 +8,14 @@ pub mod backfill;
 pub mod backfill_plan;
 pub mod graph;
 pub mod impact;
-pub mod impact_render;
 pub mod lineage;
 pub mod scope;
-pub mod subject;
 pub mod validate;
 
 pub use backfill::{jobs_in_scope, Backfill};
 pub use backfill_plan::{plan_backfill, PlannedInput, PlannedTable};
 pub use graph::{job_graph, JobGraph, JobId};
 pub use impact::{plan_changes, SchemaPlan};
-pub use impact_render::render_text;
 pub use lineage::{lineage_of, lineage_roots, lineage_target};
 pub use scope::{decide, scope_properties, Forced, Scope};
-pub use subject::{recomputed_by_erase, subject_tables, SubjectTable};
 pub use validate::{validate, Validated};

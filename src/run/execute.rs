@@ -10,17 +10,17 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
 use super::options::RunOptions;
-use super::report::{JobReport, Observer};
 use super::transform_job::{TransformDone, TransformRun};
 use crate::commit::{JobContext, JobKind, StagedTable};
 use crate::engine::return_freed_memory;
 use crate::error::{Error, Result};
 use crate::ingest::{run_ingest, IngestOutcome};
+use crate::operation::{JobReport, Observer};
 use crate::plan::{jobs_in_scope, JobId, Scope, Validated};
 use crate::spec::{Pipeline, TableName};
 
 /// What the jobs of a run left for the audit and the publish.
-pub(super) struct Executed {
+pub(crate) struct Executed {
     /// One report per job that ran, in the order they finished.
     pub reports: Vec<JobReport>,
     /// Every table staged (job outputs and quarantine tables), sorted by name.
@@ -42,7 +42,7 @@ type RunningJobs = HashMap<TableName, (Instant, Arc<AtomicU64>)>;
 /// them, and they are published with the rest), and the jobs to run when not the ones
 /// `options` puts in scope.
 #[derive(Default)]
-pub(super) struct Start {
+pub(crate) struct Start {
     pub staged: Vec<StagedTable>,
     pub jobs: Option<HashSet<JobId>>,
 }
@@ -50,7 +50,7 @@ pub(super) struct Start {
 /// Runs every job of `validated`'s graph that `options` (or `start`) puts in scope, in
 /// dependency order. On the first failure the other jobs are stopped and the error returned;
 /// nothing is published either way.
-pub(super) async fn execute(
+pub(crate) async fn execute(
     ctx: Arc<JobContext>,
     pipeline: Arc<Pipeline>,
     validated: &Validated,

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use chrono::Utc;
 
-use super::open::lock_and_recover;
 use super::options::RunOptions;
 use super::pipeline::served_by;
-use super::report::Observer;
 use crate::catalog::PipelineCatalog;
 use crate::commit::publish::{publish, Publication};
 use crate::error::{Error, Result};
+use crate::operation::open::lock_and_recover;
+use crate::operation::Observer;
 use crate::records::{RunKind, RunRecord};
 use crate::spec::Pipeline;
 

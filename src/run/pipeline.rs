@@ -18,17 +18,18 @@ use std::time::Instant;
 
 use chrono::{SecondsFormat, Utc};
 
-use super::audit::audit_staged;
 use super::execute::{execute, Start};
-use super::maintain::after_run;
-use super::open::{open, Opened, Scope};
 use super::options::RunOptions;
-use super::report::{Observer, RunReport};
+use super::report::RunReport;
 use crate::commit::publish::publish_with_retry;
 use crate::commit::JobContext;
 use crate::engine::return_freed_memory;
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
+use crate::maintain::after_run;
+use crate::operation::audit::audit_staged;
+use crate::operation::open::{open, Opened, Scope};
+use crate::operation::Observer;
 use crate::records::{new_run_id, tick_key, RunKind, RunRecord};
 use crate::spec::Pipeline;
 

@@ -15,7 +15,7 @@ use super::clock::Clock;
 use super::serve::{schedule_of, serve, TickReport, TickResult};
 use super::ticks::next;
 use crate::error::{Error, Result};
-use crate::run::Observer;
+use crate::operation::Observer;
 use crate::spec::load_with_catalog;
 
 /// How long a pipeline waits before trying again when another run holds its lock, or when its

@@ -11,8 +11,9 @@ use serde::Serialize;
 use super::ticks::{due, next};
 use crate::catalog::PipelineCatalog;
 use crate::error::{Error, Result};
+use crate::operation::Observer;
 use crate::records::{new_run_id, tick_key, Invocation};
-use crate::run::{record_failure, run_tick, LockWait, Observer, RunOptions, Served};
+use crate::run::{record_failure, run_tick, LockWait, RunOptions, Served};
 use crate::spec::{Pipeline, Schedule};
 
 /// How long the `on_failure` command may take.

@@ -41,6 +41,7 @@ mod row_changes;
 mod run_records;
 mod schedule;
 mod schema_evolution;
+mod source_text;
 mod spec_errors;
 mod sql_gate;
 mod window_functions;

@@ -26,18 +26,18 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 
-use super::maintain_delete::Cleanup;
-use super::maintain_publish::{execute, Executed};
-use super::maintenance::{MaintainReport, Planned, TableMaintenance};
-use super::open::{lock_project_and_recover, refuse_outside_warehouse, Held};
-use super::report::Observer;
+use super::delete::Cleanup;
+use super::publish::{execute, Executed};
+use super::report::{MaintainReport, Planned, TableMaintenance};
 use crate::catalog::PipelineCatalog;
 use crate::commit::deletion::UNREFERENCED_MIN_AGE;
 use crate::commit::summary::INPUTS;
 use crate::commit::{expirable, Expiry};
-use crate::compact::{select, Sizes};
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
+use crate::maintain::compact::{select, Sizes};
+use crate::operation::open::{lock_project_and_recover, refuse_outside_warehouse, Held};
+use crate::operation::Observer;
 use crate::records::lock::LockWait;
 use crate::records::Invocation;
 use crate::spec::{Pipeline, TableName};
@@ -102,7 +102,7 @@ pub async fn maintain_pipeline(
 
 /// Maintains the tables of `pipeline` on `catalog`; the caller holds `held` (at least the
 /// pipeline's run lock), or only plans (`None`).
-pub(super) async fn maintain_locked(
+pub(crate) async fn maintain_locked(
     catalog: &PipelineCatalog,
     pipeline: &Pipeline,
     options: &MaintainOptions,
@@ -168,7 +168,7 @@ pub(super) async fn maintain_locked(
 /// `after_run = true`: maintains the tables a run just published, under the run's lock
 /// (`held`), as its own recorded operation. A failure is returned as text: the run stays
 /// published.
-pub(super) async fn after_run(
+pub(crate) async fn after_run(
     catalog: &PipelineCatalog,
     pipeline: &Pipeline,
     tables: &[String],

@@ -14,13 +14,13 @@ use futures::StreamExt;
 use iceberg::spec::{SnapshotReference, SnapshotRetention, TableMetadata, MAIN_BRANCH};
 use serde::Serialize;
 
-use super::open::lock_and_recover;
-use super::report::Observer;
 use crate::catalog::PipelineCatalog;
 use crate::commit::publish::{publish, Publication, TableChange};
 use crate::commit::summary::total_records;
 use crate::commit::{only_replaced_since, referenced};
 use crate::error::{Error, Result};
+use crate::operation::open::lock_and_recover;
+use crate::operation::Observer;
 use crate::records::lock::LockWait;
 use crate::records::{new_run_id, Invocation, RunKind, RunRecord, TableRecord};
 use crate::spec::TableName;

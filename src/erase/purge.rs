@@ -3,9 +3,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::open::Held;
 use crate::catalog::PipelineCatalog;
 use crate::error::Result;
+use crate::maintain::{maintain_locked, MaintainOptions, MaintainReport};
+use crate::operation::open::Held;
+use crate::operation::Silent;
 use crate::records::lock::LockWait;
 use crate::records::Invocation;
 use crate::spec::{Pipeline, TableName};
@@ -18,19 +20,19 @@ use crate::spec::{Pipeline, TableName};
 /// a younger one may be another writer's in flight, and is listed instead). The caller holds the run lock of
 /// every pipeline of the project (`held`, the erase's), so no run comes in between. Recorded as `maintain` runs whose records name the
 /// erase (`purge_of`) and what each table lost; it cannot be undone.
-pub(super) async fn purge(
+pub(crate) async fn purge(
     catalog: &PipelineCatalog,
     pipeline: &Pipeline,
     erase_run: &str,
     tables: Vec<TableName>,
     invocation: Invocation,
     held: &Held,
-) -> Result<super::MaintainReport> {
+) -> Result<MaintainReport> {
     let mut spec = pipeline.clone();
     spec.maintenance.expire_older_than = Duration::ZERO;
     spec.maintenance.keep_last = 1;
     spec.maintenance.min_input_files = usize::MAX; // no compaction
-    let mut options = super::MaintainOptions::new(LockWait(None));
+    let mut options = MaintainOptions::new(LockWait(None));
     options.tables = Some(tables);
     options.expire_protected = true;
     options.invocation = invocation;
@@ -41,13 +43,11 @@ pub(super) async fn purge(
     // First pass: manifests rewritten to hold live files only (the erase snapshot's manifests
     // still list the removed files, with their column bounds), older snapshots expired.
     spec.maintenance.max_manifests = 0;
-    let silent = || Arc::new(super::Silent);
-    let first =
-        super::maintain::maintain_locked(catalog, &spec, &options, silent(), Some(held)).await?;
+    let silent = || Arc::new(Silent);
+    let first = maintain_locked(catalog, &spec, &options, silent(), Some(held)).await?;
     // Second pass: the erase snapshot itself, now older than the rewrite, expires too.
     spec.maintenance.max_manifests = usize::MAX;
-    let mut second =
-        super::maintain::maintain_locked(catalog, &spec, &options, silent(), Some(held)).await?;
+    let mut second = maintain_locked(catalog, &spec, &options, silent(), Some(held)).await?;
     // One report for both: what each table lost in all.
     for table in &mut second.tables {
         if let Some(before) = first.tables.iter().find(|t| t.table == table.table) {

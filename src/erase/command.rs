@@ -25,26 +25,28 @@ use chrono::Utc;
 use iceberg::arrow::schema_to_arrow_schema;
 use serde::Serialize;
 
-use super::audit::audit_staged;
-use super::erase_raw::raw_lines;
-use super::erase_sources::RewrittenSources;
-use super::execute::{execute, Start};
-use super::open::{open, Scope};
-use super::options::RunOptions;
 use super::purge::purge;
-use super::report::Observer;
-use super::rewrite_rows::{compile_condition, true_rows, Edit, Rewrite, RewrittenTable};
+use super::raw::raw_lines;
+use super::sources::RewrittenSources;
+use super::subject::{recomputed_by_erase, subject_tables};
 use crate::catalog::PipelineCatalog;
 use crate::commit::ledger::LoadedFile;
 use crate::commit::publish::publish_with_retry;
 use crate::commit::JobContext;
+use crate::dml::rewrite_rows::{compile_condition, true_rows, Edit, Rewrite, RewrittenTable};
+use crate::erase::subject::condition_columns;
 use crate::error::{Error, Result};
-use crate::plan::subject::condition_columns;
-use crate::plan::{recomputed_by_erase, subject_tables, validate, JobId, Validated};
+use crate::maintain::MaintainReport;
+use crate::operation::audit::audit_staged;
+use crate::operation::open::{open, Scope};
+use crate::operation::Observer;
+use crate::plan::{validate, JobId, Validated};
 use crate::records::lock::LockWait;
 use crate::records::{
     new_run_id, EraseReceipt, ErasedSource, ErasedTable, Invocation, RunKind, RunRecord,
 };
+use crate::run::execute::{execute, Start};
+use crate::run::RunOptions;
 use crate::spec::{Pipeline, TableName};
 
 /// What `pipeline erase` is asked to do.
@@ -75,7 +77,7 @@ pub struct EraseReport {
     pub record: Option<RunRecord>,
     /// What `--purge` did (printed beside the report, as `purge`).
     #[serde(skip)]
-    pub purge: Option<super::MaintainReport>,
+    pub purge: Option<MaintainReport>,
 }
 
 /// Erases the rows `request` names from every table of `pipeline` that holds the subject (or,

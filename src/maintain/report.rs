@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::commit::Expiry;
-use crate::compact::CompactionPlan;
+use crate::maintain::compact::CompactionPlan;
 use crate::spec::TableName;
 
 /// What maintenance did (or, planned only, would do) to one table.

@@ -17,13 +17,13 @@ use datafusion::common::DFSchema;
 use datafusion::prelude::SessionContext;
 use iceberg::arrow::schema_to_arrow_schema;
 
-use super::open::lock_and_recover;
-use super::report::Observer;
 use super::rewrite_rows::{compile_condition, true_rows, Edit, Rewrite, RewrittenTable};
 use crate::catalog::PipelineCatalog;
 use crate::commit::publish::{publish, Publication, TableChange};
 use crate::engine::{admit, expression, Entry};
 use crate::error::{Error, Result};
+use crate::operation::open::lock_and_recover;
+use crate::operation::Observer;
 use crate::records::lock::LockWait;
 use crate::records::{new_run_id, Invocation, RunKind, RunRecord};
 use crate::spec::TableName;
@@ -124,7 +124,7 @@ pub async fn change_rows(
 /// Finds the rows of `change` in its table and, unless `plan_only`, rewrites the files that
 /// hold them and stages the snapshot (for run `run_id` of `pipeline`); nothing is published.
 /// The caller holds the pipeline's run lock.
-pub(super) async fn stage_row_change(
+pub(crate) async fn stage_row_change(
     catalog: &PipelineCatalog,
     pipeline: &str,
     run_id: &str,

@@ -30,17 +30,17 @@ use crate::write::TableWriter;
 
 /// Picks rows of a batch: true where the row is to be removed or changed (NULL is no match).
 /// It is given the table's [`Rewrite::columns`] only, in that order.
-pub(super) type Matcher<'m> = dyn FnMut(&RecordBatch) -> Result<BooleanArray> + Send + 'm;
+pub(crate) type Matcher<'m> = dyn FnMut(&RecordBatch) -> Result<BooleanArray> + Send + 'm;
 
 /// What happens to the rows the matcher picks.
-pub(super) enum Edit {
+pub(crate) enum Edit {
     Delete,
     /// Column index and its new value's expression (over the row's columns).
     Update(Vec<(usize, Arc<dyn PhysicalExpr>)>),
 }
 
 /// The rewrite of one table.
-pub(super) struct Rewrite<'a> {
+pub(crate) struct Rewrite<'a> {
     pub catalog: &'a PipelineCatalog,
     pub pipeline: &'a str,
     pub run_id: &'a str,
@@ -313,7 +313,7 @@ impl Rewrite<'_> {
 /// A SQL condition over a table's columns, planned against `schema`: the columns it reads
 /// (sorted; the matcher is given these only), the expression (for pruning) and its physical
 /// form over those columns (for matching).
-pub(super) fn compile_condition(
+pub(crate) fn compile_condition(
     schema: &arrow::datatypes::Schema,
     condition: &str,
 ) -> Result<(Vec<String>, Expr, Arc<dyn PhysicalExpr>)> {
@@ -338,7 +338,7 @@ pub(super) fn compile_condition(
 }
 
 /// True where `physical` (a condition) is true on the rows of `batch`; NULL counts as false.
-pub(super) fn true_rows(
+pub(crate) fn true_rows(
     physical: &dyn PhysicalExpr,
     batch: &RecordBatch,
     condition: &str,

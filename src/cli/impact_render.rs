@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::impact::{Break, ChangeKind, Failure, SchemaPlan};
+use crate::plan::impact::{Break, ChangeKind, Failure, SchemaPlan};
 
 /// The plan as the terminal shows it.
 pub fn render_text(plan: &SchemaPlan) -> String {

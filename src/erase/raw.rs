@@ -11,11 +11,11 @@ use arrow::compute::CastOptions;
 use arrow::datatypes::{Field, Schema};
 use iceberg::arrow::schema_to_arrow_schema;
 
-use super::rewrite_rows::{compile_condition, true_rows, Edit, Rewrite, RewrittenTable};
 use crate::catalog::PipelineCatalog;
+use crate::dml::rewrite_rows::{compile_condition, true_rows, Edit, Rewrite, RewrittenTable};
+use crate::erase::subject::condition_columns;
 use crate::error::{Error, Result};
 use crate::ingest::RawFields;
-use crate::plan::subject::condition_columns;
 use crate::spec::{IngestJob, Pipeline};
 
 /// `file (lines 3, 7), other (line 2)`: where unsearched lines are, never what they hold.
@@ -39,7 +39,7 @@ fn by_file(lines: &HashSet<(String, i64)>) -> String {
 /// The raw lines of `job`'s quarantine table whose fields make `condition` true, removed. Each
 /// line's fields are read as the ingest reads its files and typed as the bronze table types
 /// them (a field that does not parse is NULL). Also says which lines could not be read.
-pub(super) async fn raw_lines(
+pub(crate) async fn raw_lines(
     catalog: &PipelineCatalog,
     pipeline: &Pipeline,
     job: &IngestJob,

@@ -9,8 +9,7 @@ use iceberg::io::FileIO;
 use iceberg::spec::TableMetadata;
 use serde::Serialize;
 
-use super::expire::Expired;
-use super::manifests::manifest_list;
+use crate::commit::{manifest_list, Expired};
 use crate::error::Result;
 
 /// Files no kept snapshot references, ready to delete once the expiry is published.

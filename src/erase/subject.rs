@@ -16,10 +16,9 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{visit_expressions, visit_expressions_mut, Expr, Ident};
 
-use super::graph::JobId;
-use super::validate::Validated;
 use crate::engine::admit_expression;
 use crate::error::{Error, Result};
+use crate::plan::{JobId, Validated};
 use crate::spec::{Pipeline, TableName};
 
 /// One table of the pipeline and whether (and how) it holds the subject.

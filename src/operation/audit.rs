@@ -16,7 +16,7 @@ use crate::spec::{ExpectAction, Expectation, Pipeline, TableName};
 /// `started_micros`), adds the results of its `drop` expectations (`dropped`: rows each
 /// removed, by table), tells `observer` of each, and returns them all; or the error of the
 /// first failed `fail` expectation.
-pub(super) async fn audit_staged(
+pub(crate) async fn audit_staged(
     pipeline: &Pipeline,
     validated: &Validated,
     staged: &[StagedTable],

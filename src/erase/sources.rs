@@ -14,7 +14,7 @@ use crate::spec::{IngestJob, Pipeline};
 /// Landing files rewritten without the subject's records, next to the originals until the
 /// erase is published ([`RewrittenSources::commit`] moves them over); removed if it is not.
 #[derive(Default)]
-pub(super) struct RewrittenSources {
+pub(crate) struct RewrittenSources {
     /// (new file, the file it replaces).
     pub pending: Vec<(PathBuf, PathBuf)>,
 }

@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
-use super::maintenance::TableMaintenance;
-use super::open::Held;
+use super::report::TableMaintenance;
 use crate::catalog::PipelineCatalog;
 use crate::commit::{named_by_a_run, Deleter, Kept, Unlisted};
 use crate::error::Result;
+use crate::operation::open::Held;
 use crate::spec::Pipeline;
 
 /// What the deletion step needs: the locks held, how old an unreferenced file must be, whether

@@ -26,7 +26,7 @@ pub enum Held {
 
 /// Which locks a command takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Scope {
+pub(crate) enum Scope {
     /// The pipeline's own.
     Pipeline,
     /// Every pipeline's of the project, in name order: the command deletes files.
@@ -37,7 +37,7 @@ impl Held {
     /// The locks the one deletion path needs: every pipeline's. A command holding only its
     /// own takes the others without waiting; `None` when one of them is busy (the deletion
     /// is then left to a later `maintain`). `others` keeps what was taken.
-    pub(super) fn for_deleting<'a>(
+    pub(crate) fn for_deleting<'a>(
         &'a self,
         catalog: &PipelineCatalog,
         project_dir: &Path,
@@ -55,7 +55,7 @@ impl Held {
 }
 
 /// The run lock of a pipeline, held until dropped.
-pub(super) struct Locked {
+pub(crate) struct Locked {
     pub lock: Held,
     /// Tables may have moved since the caller read them: it waited for another run, or a
     /// half-done publish was resolved.
@@ -65,7 +65,7 @@ pub(super) struct Locked {
 /// Takes the run lock of `pipeline` (its `[pipeline] name`) on `catalog` (waiting as `wait`
 /// says, and telling `observer` whom it waits for), then resolves a publish an earlier command
 /// left half done.
-pub(super) async fn lock_and_recover(
+pub(crate) async fn lock_and_recover(
     catalog: &PipelineCatalog,
     pipeline: &str,
     wait: LockWait,
@@ -84,7 +84,7 @@ pub(super) async fn lock_and_recover(
 
 /// Takes the run lock of every pipeline of `pipeline`'s project (by `[pipeline] name`, in
 /// name order, `pipeline`'s own included), then resolves a half-done publish.
-pub(super) async fn lock_project_and_recover(
+pub(crate) async fn lock_project_and_recover(
     catalog: &PipelineCatalog,
     pipeline: &Pipeline,
     wait: LockWait,
@@ -126,7 +126,7 @@ async fn recovered(
 /// Refuses to change a table of `pipeline` whose location lies outside the embedded catalog's
 /// warehouse: a copied project's catalog points at the original's files (Iceberg locations
 /// are absolute), and writing there would leave files the original's catalog does not know.
-pub(super) async fn refuse_outside_warehouse(
+pub(crate) async fn refuse_outside_warehouse(
     catalog: &PipelineCatalog,
     pipeline: &Pipeline,
 ) -> Result<()> {
@@ -163,14 +163,14 @@ pub(super) async fn refuse_outside_warehouse(
 }
 
 /// A pipeline validated against its catalog, with its run lock held.
-pub(super) struct Opened {
+pub(crate) struct Opened {
     pub validated: Validated,
     pub lock: Held,
 }
 
 /// Validates `pipeline`, takes the locks `scope` says and resolves a half-done publish;
 /// validates again when tables moved meanwhile, so the run reads them as they are now.
-pub(super) async fn open(
+pub(crate) async fn open(
     pipeline: &Pipeline,
     wait: LockWait,
     observer: Arc<dyn Observer>,

@@ -10,20 +10,20 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::maintenance::{Planned, TableMaintenance};
-use super::report::Observer;
+use super::report::{Planned, TableMaintenance};
 use crate::catalog::PipelineCatalog;
 use crate::commit::publish::{
     publisher, rebase, Publication, PublishOutcome, TableChange, ATTEMPTS,
 };
 use crate::commit::summary::{total_records, JOB, PIPELINE, RUN_ID};
 use crate::commit::{
-    expire_metadata, stage_snapshot, trim_metadata_log, unreferenced_files, StagedTable,
-    TableTarget, Unreferenced, WriteMode,
+    expire_metadata, stage_snapshot, trim_metadata_log, StagedTable, TableTarget, WriteMode,
 };
-use crate::compact::compact;
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
+use crate::maintain::compact::compact;
+use crate::maintain::{unreferenced_files, Unreferenced};
+use crate::operation::Observer;
 use crate::records::{new_run_id, ExpiredFiles, Invocation, RunKind, RunRecord, TableRecord};
 use crate::spec::Pipeline;
 
