@@ -1,11 +1,12 @@
 //! Snapshot production and the commit protocol of a run: what every job's output becomes
 //! (a staged snapshot), and how a run's staged snapshots are published ([`publish`]).
 //!
-//! iceberg 0.10 only fast-appends, so the snapshots are ours (see `produce.rs`): an **append**
-//! (ingest: new files ADDED, live manifests carried over untouched), an **overwrite** (a
-//! transform's full refresh: every live file DELETED in rewritten manifests, sequence numbers
-//! kept) or a **replace** of a [`PartitionRange`] (incremental runs and backfills: only files of
-//! the selected partitions DELETED, manifests without any carried over unread).
+//! iceberg 0.10 only fast-appends, so the snapshots are ours (`produce/`: one producer per
+//! write mode): an **append** (ingest: new files ADDED, live manifests carried over untouched),
+//! an **overwrite** (a transform's full refresh: every live file DELETED in rewritten
+//! manifests, sequence numbers kept) or a **replace** of a [`PartitionRange`] (incremental runs
+//! and backfills: only files of the selected partitions DELETED, manifests without any carried
+//! over unread).
 //!
 //! ```text
 //!              lock (one run per pipeline; OS file lock, released however the holder exits)
