@@ -15,14 +15,15 @@ use iceberg::spec::{SnapshotReference, SnapshotRetention, TableMetadata, MAIN_BR
 use serde::Serialize;
 
 use crate::catalog::PipelineCatalog;
-use crate::commit::publish::{publish, Publication, TableChange};
+use crate::commit::publish::{Publication, TableChange};
 use crate::commit::summary::total_records;
 use crate::commit::{only_replaced_since, referenced};
 use crate::error::{Error, Result};
-use crate::operation::open::lock_and_recover;
-use crate::operation::Observer;
+use crate::operation::{
+    operate, Identity, Observer, Opened, Opening, RunStart, Staging, TableOperation,
+};
 use crate::records::lock::LockWait;
-use crate::records::{new_run_id, Invocation, RunKind, RunRecord, TableRecord};
+use crate::records::{Invocation, RunKind, RunRecord, TableRecord};
 use crate::spec::TableName;
 
 /// One table's move in a rollback.
@@ -85,20 +86,39 @@ pub async fn rollback(
             "run {run_id} changed no table (it had nothing to do): there is nothing to undo"
         )));
     }
-    let _locked = if plan_only {
-        None
-    } else {
-        let wait = LockWait(Some(Duration::from_secs(3600)));
-        Some(lock_and_recover(catalog, &run.pipeline, wait, observer.clone()).await?)
+    if plan_only {
+        let reversed = reverse(catalog, &run).await?;
+        return Ok(RollbackReport {
+            rolls_back: run_id.to_string(),
+            planned_only: true,
+            tables: reversed.reversals,
+            record: None,
+        });
+    }
+    let operation = RollbackOperation {
+        catalog,
+        run: &run,
+        invocation,
     };
-    let started = chrono::Utc::now();
-    let mut publication = Publication::default();
-    let mut records = Vec::new();
-    let mut report = RollbackReport {
-        rolls_back: run_id.to_string(),
-        planned_only: plan_only,
-        tables: Vec::new(),
-        record: None,
+    operate(operation, observer).await
+}
+
+/// The changes that undo a run, the records of each and what the report says of each.
+struct Reversed {
+    changes: Vec<TableChange>,
+    records: Vec<TableRecord>,
+    reversals: Vec<Reversal>,
+    /// Per change of the last publication: the table did not exist when it was built.
+    created: Vec<bool>,
+}
+
+/// How every table `run` changed goes back to where the run found it.
+async fn reverse(catalog: &PipelineCatalog, run: &RunRecord) -> Result<Reversed> {
+    let mut reversed = Reversed {
+        changes: Vec::new(),
+        records: Vec::new(),
+        reversals: Vec::new(),
+        created: Vec::new(),
     };
     for t in &run.tables {
         if t.snapshot_before == t.snapshot_after {
@@ -108,46 +128,137 @@ pub async fn rollback(
         let name = TableName::parse(&t.table)
             .ok_or_else(|| Error::Usage(format!("run record names a bad table `{}`", t.table)))?;
         let (change, record) = match t.snapshot_after {
-            Some(_) => move_back(catalog, &run, t, &name).await?,
-            None => undo_drop(catalog, &run, t, &name).await?,
+            Some(_) => move_back(catalog, run, t, &name).await?,
+            None => undo_drop(catalog, run, t, &name).await?,
         };
-        report.tables.push(Reversal {
+        reversed.reversals.push(Reversal {
             table: t.table.clone(),
             action: record.operation.clone(),
             from: record.snapshot_before,
             to: record.snapshot_after,
             rows: record.rows,
         });
-        records.push(record);
-        publication.changes.push(change);
+        reversed.records.push(record);
+        reversed.changes.push(change);
     }
-    if plan_only {
-        return Ok(report);
+    Ok(reversed)
+}
+
+/// A rollback as the operation skeleton runs it: under the pipeline's run lock (waiting up
+/// to an hour for a run in progress), every table moved back in one commit with a record of
+/// kind `rollback`. A table another writer moved meanwhile fails it: nothing is rebased.
+struct RollbackOperation<'a> {
+    catalog: &'a PipelineCatalog,
+    run: &'a RunRecord,
+    invocation: &'a Invocation,
+}
+
+impl<'a> TableOperation<'a> for RollbackOperation<'a> {
+    type Staged = Reversed;
+    type Output = RollbackReport;
+
+    fn opening(&self) -> Opening<'a> {
+        Opening::Pipeline {
+            catalog: self.catalog,
+            pipeline: &self.run.pipeline,
+        }
     }
-    let dropped = report.dropped();
-    if !dropped.is_empty() {
-        observer.warning(&format!(
-            "run {run_id} created {}: the rollback drops {} (the files stay; rolling back this rollback registers {} back)",
-            dropped.join(", "),
-            if dropped.len() == 1 { "it" } else { "them" },
-            if dropped.len() == 1 { "it" } else { "them" },
-        ));
+
+    fn wait(&self) -> LockWait {
+        LockWait(Some(Duration::from_secs(3600)))
     }
-    let new_id = new_run_id(started);
-    let record = RunRecord::new(
-        &new_id,
-        RunKind::Rollback,
-        &run.pipeline,
-        started,
-        invocation,
-    )
-    .rolling_back(run_id)
-    .finished_now()
-    .with_tables(records);
-    publication.record = Some(record.clone());
-    publish(catalog, publication).await?;
-    report.record = Some(record);
-    Ok(report)
+
+    fn identity(&self) -> Identity<'_> {
+        Identity {
+            kind: RunKind::Rollback,
+            pipeline: &self.run.pipeline,
+            invocation: self.invocation,
+            run_id: None,
+            started: None,
+        }
+    }
+
+    async fn stage(
+        &mut self,
+        opened: &Opened<'a>,
+        _run: &RunStart,
+        observer: &Arc<dyn Observer>,
+    ) -> Result<Staging<Reversed, RollbackReport>> {
+        let reversed = reverse(&opened.catalog, self.run).await?;
+        let dropped: Vec<&str> = reversed
+            .reversals
+            .iter()
+            .filter(|t| t.action == "drop" || t.action == "empty")
+            .map(|t| t.table.as_str())
+            .collect();
+        if !dropped.is_empty() {
+            let (it, them) = match dropped.len() {
+                1 => ("it", "it"),
+                _ => ("them", "them"),
+            };
+            observer.warning(&format!(
+                "run {} created {}: the rollback drops {it} (the files stay; rolling back this rollback registers {them} back)",
+                self.run.run_id,
+                dropped.join(", "),
+            ));
+        }
+        Ok(Staging::Publish(reversed))
+    }
+
+    fn describe(&self, record: RunRecord, _staged: &Reversed) -> RunRecord {
+        record.rolling_back(&self.run.run_id)
+    }
+
+    async fn publication(
+        &mut self,
+        _catalog: &PipelineCatalog,
+        staged: &mut Reversed,
+        record: RunRecord,
+    ) -> Result<Option<Publication>> {
+        staged.created = staged
+            .changes
+            .iter()
+            .map(|c| c.expected_location.is_none())
+            .collect();
+        Ok(Some(Publication {
+            changes: std::mem::take(&mut staged.changes),
+            record: Some(record.with_tables(staged.records.clone())),
+        }))
+    }
+
+    async fn on_conflict(
+        &mut self,
+        _catalog: &PipelineCatalog,
+        staged: &mut Reversed,
+        conflicts: &[usize],
+        _attempt: u32,
+        _observer: &Arc<dyn Observer>,
+    ) -> Result<()> {
+        let i = conflicts[0];
+        Err(Error::Conflict {
+            table: staged.records[i].table.clone(),
+            message: match staged.created[i] {
+                false => "another writer committed to it after this command read it",
+                true => "another writer created it after this command started",
+            }
+            .into(),
+        })
+    }
+
+    async fn finish(
+        self,
+        _opened: Opened<'a>,
+        staged: Reversed,
+        record: Option<RunRecord>,
+        _observer: Arc<dyn Observer>,
+    ) -> Result<RollbackReport> {
+        Ok(RollbackReport {
+            rolls_back: self.run.run_id.clone(),
+            planned_only: false,
+            tables: staged.reversals,
+            record,
+        })
+    }
 }
 
 /// The change that moves `t`'s table back to where `run` found it: to its snapshot before

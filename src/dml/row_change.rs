@@ -19,13 +19,15 @@ use iceberg::arrow::schema_to_arrow_schema;
 
 use super::rewrite_rows::{compile_condition, true_rows, Edit, Rewrite, RewrittenTable};
 use crate::catalog::PipelineCatalog;
-use crate::commit::publish::{publish, Publication, TableChange};
+use crate::commit::publish::{Publication, TableChange};
+use crate::commit::StagedTable;
 use crate::engine::{admit, expression, Entry};
 use crate::error::{Error, Result};
-use crate::operation::open::lock_and_recover;
-use crate::operation::Observer;
+use crate::operation::{
+    operate, Identity, Observer, Opened, Opening, RunStart, Staging, TableOperation,
+};
 use crate::records::lock::LockWait;
-use crate::records::{new_run_id, Invocation, RunKind, RunRecord};
+use crate::records::{Invocation, RunKind, RunRecord, TableRecord};
 use crate::spec::TableName;
 
 /// What a row change did to its table, beside the run record.
@@ -78,47 +80,137 @@ pub async fn change_rows(
     invocation: &Invocation,
     observer: Arc<dyn Observer>,
 ) -> Result<RowChange> {
-    let _locked = lock_and_recover(
+    let operation = RowChangeOperation {
         catalog,
         pipeline,
-        LockWait(Some(Duration::from_secs(3600))),
-        observer,
-    )
-    .await?;
-    let location = catalog.load_existing(&change.table).await?;
-    let location = location.metadata().location();
-    if let Some(warehouse) = catalog.outside_warehouse(location) {
-        return Err(Error::table_msg(
-            &change.table,
-            format!(
-                "its files are at {location}, outside this catalog's warehouse {}: the project was probably copied; nothing was changed",
-                warehouse.display()
-            ),
-        ));
-    }
-    let started = chrono::Utc::now();
-    let run_id = new_run_id(started);
-    let part = stage_row_change(catalog, pipeline, &run_id, change, false).await?;
-    let mut out = RowChange {
-        record: None,
-        statement: change.edit.name(),
-        rows: part.rows,
-        files_rewritten: part.files_rewritten,
-        files_in_table: part.files_in_table,
-        bytes_rewritten: part.bytes_rewritten,
+        change,
+        invocation,
     };
-    if let Some((staged, entry)) = part.staged {
-        let record = RunRecord::new(&run_id, RunKind::Sql, pipeline, started, invocation)
-            .finished_now()
-            .with_tables(vec![entry]);
-        let publication = Publication {
-            changes: vec![TableChange::publish(staged)?],
-            record: Some(record.clone()),
-        };
-        publish(catalog, publication).await?;
-        out.record = Some(record);
+    operate(operation, observer).await
+}
+
+/// A row change as the operation skeleton runs it: under the pipeline's run lock, the files
+/// holding matching rows rewritten into one `overwrite` snapshot, published with a record of
+/// kind `sql`. Another writer's commit to the table meanwhile fails it (an overwrite cannot be
+/// rebased).
+struct RowChangeOperation<'a> {
+    catalog: &'a PipelineCatalog,
+    pipeline: &'a str,
+    change: &'a ParsedChange,
+    invocation: &'a Invocation,
+}
+
+/// The staged change of a row change, with its record and report.
+struct Changed {
+    staged: Option<StagedTable>,
+    entry: TableRecord,
+    out: RowChange,
+}
+
+impl<'a> TableOperation<'a> for RowChangeOperation<'a> {
+    type Staged = Changed;
+    type Output = RowChange;
+
+    fn opening(&self) -> Opening<'a> {
+        Opening::Pipeline {
+            catalog: self.catalog,
+            pipeline: self.pipeline,
+        }
     }
-    Ok(out)
+
+    fn wait(&self) -> LockWait {
+        LockWait(Some(Duration::from_secs(3600)))
+    }
+
+    fn identity(&self) -> Identity<'_> {
+        Identity {
+            kind: RunKind::Sql,
+            pipeline: self.pipeline,
+            invocation: self.invocation,
+            run_id: None,
+            started: None,
+        }
+    }
+
+    async fn stage(
+        &mut self,
+        opened: &Opened<'a>,
+        run: &RunStart,
+        _observer: &Arc<dyn Observer>,
+    ) -> Result<Staging<Changed, RowChange>> {
+        let (catalog, change) = (&*opened.catalog, self.change);
+        let location = catalog.load_existing(&change.table).await?;
+        let location = location.metadata().location();
+        if let Some(warehouse) = catalog.outside_warehouse(location) {
+            return Err(Error::table_msg(
+                &change.table,
+                format!(
+                    "its files are at {location}, outside this catalog's warehouse {}: the project was probably copied; nothing was changed",
+                    warehouse.display()
+                ),
+            ));
+        }
+        let part = stage_row_change(catalog, self.pipeline, &run.run_id, change, false).await?;
+        let out = RowChange {
+            record: None,
+            statement: change.edit.name(),
+            rows: part.rows,
+            files_rewritten: part.files_rewritten,
+            files_in_table: part.files_in_table,
+            bytes_rewritten: part.bytes_rewritten,
+        };
+        Ok(match part.staged {
+            Some((staged, entry)) => Staging::Publish(Changed {
+                staged: Some(staged),
+                entry,
+                out,
+            }),
+            None => Staging::Done(out),
+        })
+    }
+
+    async fn publication(
+        &mut self,
+        _catalog: &PipelineCatalog,
+        staged: &mut Changed,
+        record: RunRecord,
+    ) -> Result<Option<Publication>> {
+        let table = staged
+            .staged
+            .take()
+            .ok_or_else(|| Error::Internal("a row change published twice".into()))?;
+        Ok(Some(Publication {
+            changes: vec![TableChange::publish(table)?],
+            record: Some(record.with_tables(vec![staged.entry.clone()])),
+        }))
+    }
+
+    async fn on_conflict(
+        &mut self,
+        _catalog: &PipelineCatalog,
+        _staged: &mut Changed,
+        _conflicts: &[usize],
+        _attempt: u32,
+        _observer: &Arc<dyn Observer>,
+    ) -> Result<()> {
+        Err(Error::Conflict {
+            table: self.change.table.to_string(),
+            message: "another writer committed to it after this command read it".into(),
+        })
+    }
+
+    async fn finish(
+        self,
+        _opened: Opened<'a>,
+        staged: Changed,
+        record: Option<RunRecord>,
+        _observer: Arc<dyn Observer>,
+    ) -> Result<RowChange> {
+        Ok(RowChange {
+            record,
+            ..staged.out
+        })
+    }
 }
 
 /// Finds the rows of `change` in its table and, unless `plan_only`, rewrites the files that

@@ -14,7 +14,7 @@
 //! old ones first and moved over them once the publish succeeded. `--purge` then expires every
 //! older snapshot of the erased tables and deletes the files only they referenced.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,15 +31,16 @@ use super::sources::RewrittenSources;
 use super::subject::{recomputed_by_erase, subject_tables};
 use crate::catalog::PipelineCatalog;
 use crate::commit::ledger::LoadedFile;
-use crate::commit::publish::publish_with_retry;
+use crate::commit::publish::Publication;
 use crate::commit::JobContext;
 use crate::dml::rewrite_rows::{compile_condition, true_rows, Edit, Rewrite, RewrittenTable};
 use crate::erase::subject::condition_columns;
 use crate::error::{Error, Result};
 use crate::maintain::MaintainReport;
-use crate::operation::audit::audit_staged;
-use crate::operation::open::{open, Scope};
-use crate::operation::Observer;
+use crate::operation::{
+    operate, Identity, Observer, Opened, Opening, RunStart, Scope, StagedTables, Staging,
+    TableOperation, ToAudit,
+};
 use crate::plan::{validate, JobId, Validated};
 use crate::records::lock::LockWait;
 use crate::records::{
@@ -81,34 +82,39 @@ pub struct EraseReport {
 }
 
 /// Erases the rows `request` names from every table of `pipeline` that holds the subject (or,
-/// planned only, says what that would do). Takes the pipeline's run lock unless planned only.
+/// planned only, says what that would do). Takes the pipeline's run lock unless planned only
+/// (every pipeline's of the project with `--purge`: it deletes files).
 pub async fn erase(
     pipeline: &Pipeline,
     request: &EraseRequest,
     observer: Arc<dyn Observer>,
 ) -> Result<EraseReport> {
-    let (validated, lock) = if request.plan_only {
-        (validate(pipeline).await?, None)
-    } else {
-        // A purge deletes files: every pipeline of the project is held off meanwhile.
-        let scope = if request.purge {
-            Scope::Project
-        } else {
-            Scope::Pipeline
-        };
-        let opened = open(
-            pipeline,
-            LockWait(Some(Duration::from_secs(3600))),
-            observer.clone(),
-            scope,
-        )
-        .await?;
-        (opened.validated, Some(opened.lock))
-    };
+    if request.plan_only {
+        let validated = validate(pipeline).await?;
+        let run_id = new_run_id(Utc::now());
+        return Ok(survey(pipeline, &validated, &run_id, request).await?.report);
+    }
+    operate(EraseOperation { pipeline, request }, observer).await
+}
+
+/// What the search of every table found, as the report says it, with what it staged.
+struct Surveyed {
+    report: EraseReport,
+    found: Found,
+    erased: Vec<TableName>,
+    recomputed: Vec<JobId>,
+}
+
+/// Searches every table of `pipeline` for the subject (staging the rewrites for run `run_id`
+/// unless planned only) and says which tables are recomputed from the erased ones.
+async fn survey(
+    pipeline: &Pipeline,
+    validated: &Validated,
+    run_id: &str,
+    request: &EraseRequest,
+) -> Result<Surveyed> {
     let clock = std::time::Instant::now();
-    let started = Utc::now();
-    let run_id = new_run_id(started);
-    let mut found = find(pipeline, &validated, &run_id, request).await?;
+    let mut found = find(pipeline, validated, run_id, request).await?;
     tracing::debug!(
         ms = clock.elapsed().as_millis() as u64,
         "erase: tables rewritten and staged"
@@ -120,109 +126,202 @@ pub async fn erase(
         .filter(|t| t.rows > 0)
         .filter_map(|t| TableName::parse(&t.table))
         .collect();
-    let recomputed = recomputed_by_erase(&validated, &erased);
+    let recomputed = recomputed_by_erase(validated, &erased);
     found.receipt.recomputed = recomputed
         .iter()
         .map(|job| job_table(pipeline, *job).to_string())
         .collect();
     found.receipt.history = history(&validated.catalog, request);
-    let mut report = EraseReport {
+    let report = EraseReport {
         planned_only: request.plan_only,
-        receipt: found.receipt,
-        without_subject: found.without_subject,
+        receipt: std::mem::take(&mut found.receipt),
+        without_subject: std::mem::take(&mut found.without_subject),
         record: None,
         purge: None,
     };
-    if request.plan_only || found.staged.is_empty() {
-        return Ok(report);
+    Ok(Surveyed {
+        report,
+        found,
+        erased,
+        recomputed,
+    })
+}
+
+/// An erase as the operation skeleton runs it: the subject's rows rewritten out, the tables
+/// computed from them recomputed, all audited and published with the receipt in a record of
+/// kind `erase`; then the landing files replaced and (`--purge`) older snapshots expired.
+struct EraseOperation<'a> {
+    pipeline: &'a Pipeline,
+    request: &'a EraseRequest,
+}
+
+/// What an erase staged, and what it does once published.
+struct EraseStaged {
+    tables: StagedTables,
+    dropped: HashMap<TableName, BTreeMap<String, u64>>,
+    report: EraseReport,
+    sources: RewrittenSources,
+    erased: Vec<TableName>,
+    run_id: String,
+}
+
+impl<'a> TableOperation<'a> for EraseOperation<'a> {
+    type Staged = EraseStaged;
+    type Output = EraseReport;
+
+    fn opening(&self) -> Opening<'a> {
+        // A purge deletes files: every pipeline of the project is held off meanwhile.
+        let scope = match self.request.purge {
+            true => Scope::Project,
+            false => Scope::Pipeline,
+        };
+        Opening::Validated {
+            pipeline: self.pipeline,
+            scope,
+        }
     }
 
-    let ctx = Arc::new(JobContext {
-        catalog: validated.catalog.clone(),
-        project_dir: pipeline.project_dir.clone(),
-        pipeline: pipeline.name.clone(),
-        run_id: run_id.clone(),
-        started_at_micros: started.timestamp_micros(),
-        reload_changed: false,
-    });
-    let mut options = RunOptions::new(LockWait(None));
-    options.invocation = request.invocation.clone();
-    options.run_id = Some(run_id.clone());
-    let start = Start {
-        staged: found.staged,
-        jobs: Some(recomputed.into_iter().collect()),
-    };
-    let executed = execute(
-        ctx,
-        Arc::new(pipeline.clone()),
-        &validated,
-        Arc::new(options),
-        observer.clone(),
-        start,
-    )
-    .await?;
-    tracing::debug!(
-        ms = clock.elapsed().as_millis() as u64,
-        "erase: downstream recomputed"
-    );
-    let quality = audit_staged(
-        pipeline,
-        &validated,
-        &executed.staged,
-        &executed.dropped,
-        &run_id,
-        started.timestamp_micros(),
-        observer.as_ref(),
-    )
-    .await?;
-    let mut record = RunRecord::new(
-        &run_id,
-        RunKind::Erase,
-        &pipeline.name,
-        started,
-        &request.invocation,
-    )
-    .with_quality(quality);
-    tracing::debug!(ms = clock.elapsed().as_millis() as u64, "erase: audited");
-    record.erase = Some(report.receipt.clone());
-    observer.publishing(executed.staged.len());
-    publish_with_retry(
-        &validated.catalog,
-        executed.staged,
-        &record,
-        pipeline.max_snapshots,
-        &|table, attempt| observer.rebasing(table, attempt),
-    )
-    .await?;
-    tracing::debug!(ms = clock.elapsed().as_millis() as u64, "erase: published");
-    found.sources.commit()?;
-    report.record = Some(validated.catalog.run(&run_id).await?);
-    if request.purge {
-        let mut invocation = request.invocation.clone();
-        invocation.reason = Some(format!(
-            "purge after erase {run_id}: {}",
-            request.invocation.reason.as_deref().unwrap_or("")
-        ));
-        let held = lock
+    fn wait(&self) -> LockWait {
+        LockWait(Some(Duration::from_secs(3600)))
+    }
+
+    fn identity(&self) -> Identity<'_> {
+        Identity {
+            kind: RunKind::Erase,
+            pipeline: &self.pipeline.name,
+            invocation: &self.request.invocation,
+            run_id: None,
+            started: None,
+        }
+    }
+
+    async fn stage(
+        &mut self,
+        opened: &Opened<'a>,
+        run: &RunStart,
+        observer: &Arc<dyn Observer>,
+    ) -> Result<Staging<EraseStaged, EraseReport>> {
+        let (pipeline, request) = (self.pipeline, self.request);
+        let validated = opened
+            .validated
             .as_ref()
-            .ok_or_else(|| Error::Internal("a purge without its locks".into()))?;
-        let purged = purge(
-            &validated.catalog,
-            pipeline,
-            &run_id,
-            erased,
-            invocation,
-            held,
+            .ok_or_else(|| Error::Internal("an erase without its validated pipeline".into()))?;
+        let surveyed = survey(pipeline, validated, &run.run_id, request).await?;
+        if surveyed.found.staged.is_empty() {
+            return Ok(Staging::Done(surveyed.report));
+        }
+        let ctx = Arc::new(JobContext {
+            catalog: validated.catalog.clone(),
+            project_dir: pipeline.project_dir.clone(),
+            pipeline: pipeline.name.clone(),
+            run_id: run.run_id.clone(),
+            started_at_micros: run.started.timestamp_micros(),
+            reload_changed: false,
+        });
+        let mut options = RunOptions::new(LockWait(None));
+        options.invocation = request.invocation.clone();
+        options.run_id = Some(run.run_id.clone());
+        let start = Start {
+            staged: surveyed.found.staged,
+            jobs: Some(surveyed.recomputed.into_iter().collect()),
+        };
+        let pipeline_arc = Arc::new(pipeline.clone());
+        let executed = execute(
+            ctx,
+            pipeline_arc,
+            validated,
+            Arc::new(options),
+            observer.clone(),
+            start,
         )
         .await?;
-        // What the purge left (a file another writer may have in flight) was not searched.
-        let left = purged.tables.iter().flat_map(|t| &t.kept);
-        let left = left.map(|k| format!("{}: {}", k.path, k.why));
-        report.receipt.not_searched.extend(left);
-        report.purge = Some(purged);
+        tracing::debug!("erase: downstream recomputed");
+        Ok(Staging::Publish(EraseStaged {
+            tables: StagedTables {
+                tables: executed.staged,
+                max_snapshots: pipeline.max_snapshots,
+            },
+            dropped: executed.dropped,
+            report: surveyed.report,
+            sources: surveyed.found.sources,
+            erased: surveyed.erased,
+            run_id: run.run_id.clone(),
+        }))
     }
-    drop(lock);
-    Ok(report)
+
+    fn to_audit<'s>(&self, staged: &'s EraseStaged) -> Option<ToAudit<'s>> {
+        Some(ToAudit {
+            tables: &staged.tables.tables,
+            dropped: &staged.dropped,
+        })
+    }
+
+    fn describe(&self, mut record: RunRecord, staged: &EraseStaged) -> RunRecord {
+        record.erase = Some(staged.report.receipt.clone());
+        record
+    }
+
+    async fn publication(
+        &mut self,
+        catalog: &PipelineCatalog,
+        staged: &mut EraseStaged,
+        record: RunRecord,
+    ) -> Result<Option<Publication>> {
+        Ok(Some(staged.tables.publication(catalog, record).await?))
+    }
+
+    async fn on_conflict(
+        &mut self,
+        catalog: &PipelineCatalog,
+        staged: &mut EraseStaged,
+        conflicts: &[usize],
+        attempt: u32,
+        observer: &Arc<dyn Observer>,
+    ) -> Result<()> {
+        staged
+            .tables
+            .rebase(catalog, conflicts, attempt, observer)
+            .await
+    }
+
+    async fn finish(
+        self,
+        opened: Opened<'a>,
+        staged: EraseStaged,
+        _record: Option<RunRecord>,
+        _observer: Arc<dyn Observer>,
+    ) -> Result<EraseReport> {
+        tracing::debug!("erase: published");
+        let EraseStaged {
+            mut report,
+            sources,
+            erased,
+            run_id,
+            ..
+        } = staged;
+        sources.commit()?;
+        report.record = Some(opened.catalog.run(&run_id).await?);
+        if self.request.purge {
+            let mut invocation = self.request.invocation.clone();
+            invocation.reason = Some(format!(
+                "purge after erase {run_id}: {}",
+                self.request.invocation.reason.as_deref().unwrap_or("")
+            ));
+            let held = opened
+                .lock
+                .as_ref()
+                .ok_or_else(|| Error::Internal("a purge without its locks".into()))?;
+            let catalog: &PipelineCatalog = &opened.catalog;
+            let purged = purge(catalog, self.pipeline, &run_id, erased, invocation, held).await?;
+            // What the purge left (a file another writer may have in flight) was not searched.
+            let left = purged.tables.iter().flat_map(|t| &t.kept);
+            let left = left.map(|k| format!("{}: {}", k.path, k.why));
+            report.receipt.not_searched.extend(left);
+            report.purge = Some(purged);
+        }
+        drop(opened);
+        Ok(report)
+    }
 }
 
 /// The table job `job` writes.

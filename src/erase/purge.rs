@@ -44,10 +44,10 @@ pub(crate) async fn purge(
     // still list the removed files, with their column bounds), older snapshots expired.
     spec.maintenance.max_manifests = 0;
     let silent = || Arc::new(Silent);
-    let first = maintain_locked(catalog, &spec, &options, silent(), Some(held)).await?;
+    let first = maintain_locked(catalog, &spec, &options, silent(), held).await?;
     // Second pass: the erase snapshot itself, now older than the rewrite, expires too.
     spec.maintenance.max_manifests = usize::MAX;
-    let mut second = maintain_locked(catalog, &spec, &options, silent(), Some(held)).await?;
+    let mut second = maintain_locked(catalog, &spec, &options, silent(), held).await?;
     // One report for both: what each table lost in all.
     for table in &mut second.tables {
         if let Some(before) = first.tables.iter().find(|t| t.table == table.table) {

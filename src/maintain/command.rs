@@ -26,18 +26,15 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 
-use super::delete::Cleanup;
-use super::publish::{execute, Executed};
+use super::publish::MaintainOperation;
 use super::report::{MaintainReport, Planned, TableMaintenance};
 use crate::catalog::PipelineCatalog;
 use crate::commit::deletion::UNREFERENCED_MIN_AGE;
 use crate::commit::summary::INPUTS;
 use crate::commit::{expirable, Expiry};
 use crate::error::{Error, Result};
-use crate::fault::pause_point;
 use crate::maintain::compact::{select, Sizes};
-use crate::operation::open::{lock_project_and_recover, refuse_outside_warehouse, Held};
-use crate::operation::Observer;
+use crate::operation::{operate, Held, Observer};
 use crate::records::lock::LockWait;
 use crate::records::Invocation;
 use crate::spec::{Pipeline, TableName};
@@ -84,7 +81,8 @@ impl MaintainOptions {
 }
 
 /// Maintains the tables of `pipeline` (see the module doc). Takes the run lock of every
-/// pipeline of the project (it deletes files some of them may read).
+/// pipeline of the project (it deletes files some of them may read); planned only, takes none
+/// and changes nothing.
 pub async fn maintain_pipeline(
     pipeline: &Pipeline,
     options: &MaintainOptions,
@@ -92,77 +90,45 @@ pub async fn maintain_pipeline(
 ) -> Result<MaintainReport> {
     let catalog = PipelineCatalog::connect(&pipeline.catalog).await?;
     if options.plan_only {
-        return maintain_locked(&catalog, pipeline, options, observer, None).await;
+        let clock = Instant::now();
+        let now = options.now.unwrap_or_else(Utc::now);
+        let planned = plan(&catalog, pipeline, options, now).await?;
+        return Ok(MaintainReport {
+            pipeline: pipeline.name.clone(),
+            run_id: None,
+            planned_only: true,
+            seconds: clock.elapsed().as_secs_f64(),
+            tables: planned.into_iter().map(|p| p.report).collect(),
+            undo: None,
+        });
     }
-    let locked =
-        lock_project_and_recover(&catalog, pipeline, options.wait, observer.clone()).await?;
-    refuse_outside_warehouse(&catalog, pipeline).await?;
-    maintain_locked(&catalog, pipeline, options, observer, Some(&locked.lock)).await
+    let operation = MaintainOperation {
+        catalog: &catalog,
+        pipeline,
+        options,
+        held: None,
+        clock: Instant::now(),
+    };
+    operate(operation, observer).await
 }
 
-/// Maintains the tables of `pipeline` on `catalog`; the caller holds `held` (at least the
-/// pipeline's run lock), or only plans (`None`).
+/// Maintains the tables of `pipeline` on `catalog` under the locks the caller holds (`held`:
+/// at least the pipeline's run lock).
 pub(crate) async fn maintain_locked(
     catalog: &PipelineCatalog,
     pipeline: &Pipeline,
     options: &MaintainOptions,
     observer: Arc<dyn Observer>,
-    held: Option<&Held>,
+    held: &Held,
 ) -> Result<MaintainReport> {
-    let clock = Instant::now();
-    let now = options.now.unwrap_or_else(Utc::now);
-    let planned = plan(catalog, pipeline, options, now).await?;
-    let locations: Vec<String> = planned
-        .iter()
-        .map(|p| p.table.metadata().location().to_string())
-        .collect();
-    let mut report = MaintainReport {
-        pipeline: pipeline.name.clone(),
-        run_id: None,
-        planned_only: options.plan_only,
-        seconds: 0.0,
-        tables: Vec::new(),
-        undo: None,
+    let operation = MaintainOperation {
+        catalog,
+        pipeline,
+        options,
+        held: Some(held),
+        clock: Instant::now(),
     };
-    let Some(held) = held.filter(|_| !options.plan_only) else {
-        report.tables = planned.into_iter().map(|p| p.report).collect();
-        report.seconds = clock.elapsed().as_secs_f64();
-        return Ok(report);
-    };
-    let Executed {
-        record,
-        mut tables,
-        freed,
-    } = if planned.iter().any(|p| p.report.changes()) {
-        execute(
-            catalog,
-            pipeline,
-            planned,
-            &options.invocation,
-            options.purge_of.as_deref(),
-            observer,
-        )
-        .await?
-    } else {
-        Executed {
-            record: None,
-            tables: planned.into_iter().map(|p| p.report).collect(),
-            freed: Vec::new(),
-        }
-    };
-    pause_point("maintain-published");
-    let cleanup = Cleanup {
-        held,
-        unreferenced_age: options.unreferenced_age,
-        purging: options.purge_of.is_some(),
-        locations: &locations,
-    };
-    cleanup.run(catalog, pipeline, freed, &mut tables).await?;
-    report.undo = record.as_ref().and_then(|r| r.undo_command());
-    report.run_id = record.map(|r| r.run_id);
-    report.tables = tables;
-    report.seconds = clock.elapsed().as_secs_f64();
-    Ok(report)
+    operate(operation, observer).await
 }
 
 /// `after_run = true`: maintains the tables a run just published, under the run's lock
@@ -181,7 +147,7 @@ pub(crate) async fn after_run(
         invocation: invocation.clone(),
         ..MaintainOptions::new(LockWait(None))
     };
-    maintain_locked(catalog, pipeline, &options, observer, Some(held))
+    maintain_locked(catalog, pipeline, &options, observer, held)
         .await
         .map_err(|e| {
             tracing::warn!(pipeline = %pipeline.name, error = %e, "maintenance after the run failed");
@@ -210,7 +176,7 @@ fn written_tables(pipeline: &Pipeline) -> Vec<(TableName, usize)> {
 }
 
 /// Plans every table: what to compact, whether to rewrite manifests, what may expire.
-async fn plan(
+pub(super) async fn plan(
     catalog: &PipelineCatalog,
     pipeline: &Pipeline,
     options: &MaintainOptions,

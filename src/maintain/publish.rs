@@ -1,20 +1,22 @@
-//! The writing half of `pipeline maintain`: compacted files are written once; then every
+//! `pipeline maintain` as the operation skeleton runs it (`operation::operate`): the plan
+//! made and compacted files written once (the staging); then at each publish attempt every
 //! table's change (compaction, manifest rewrite, expiry, in that order on top of each other)
-//! is built on the table as it is now and published with the record in one catalog commit.
-//! A table another writer moved meanwhile is rebased and the commit tried again; files only
-//! expired snapshots referenced are deleted once the commit is in.
+//! is built on the table as it is now and published with the record in one catalog commit. A
+//! table another writer moved meanwhile has its compaction rebased (a partition it touched is
+//! skipped and reported) and is rebuilt at the next attempt; files only expired snapshots
+//! referenced are deleted once the commit is in.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::Instant;
 
 use chrono::Utc;
 
-use super::report::{Planned, TableMaintenance};
+use super::command::{plan, MaintainOptions};
+use super::delete::Cleanup;
+use super::report::{MaintainReport, Planned, TableMaintenance};
 use crate::catalog::PipelineCatalog;
-use crate::commit::publish::{
-    publisher, rebase, Publication, PublishOutcome, TableChange, ATTEMPTS,
-};
+use crate::commit::publish::{rebase, Publication, TableChange};
 use crate::commit::summary::{total_records, JOB, PIPELINE, RUN_ID};
 use crate::commit::{
     expire_metadata, stage_snapshot, trim_metadata_log, StagedTable, TableTarget, WriteMode,
@@ -23,17 +25,33 @@ use crate::error::{Error, Result};
 use crate::fault::pause_point;
 use crate::maintain::compact::compact;
 use crate::maintain::{unreferenced_files, Unreferenced};
-use crate::operation::Observer;
-use crate::records::{new_run_id, ExpiredFiles, Invocation, RunKind, RunRecord, TableRecord};
+use crate::operation::{
+    Held, Identity, Observer, Opened, Opening, RunStart, Staging, TableOperation,
+};
+use crate::records::lock::LockWait;
+use crate::records::{ExpiredFiles, RunKind, RunRecord, TableRecord};
 use crate::spec::Pipeline;
 
-/// What the writing half did: the published record (`None` when no table needed a change
-/// after all), every table's report, and per table (by index) the files the published expiry
-/// freed, for the deletion step.
-pub(super) struct Executed {
-    pub record: Option<RunRecord>,
-    pub tables: Vec<TableMaintenance>,
-    pub freed: Vec<(usize, Vec<String>)>,
+/// A maintenance of `pipeline`'s tables on `catalog`; `held`: the caller holds the locks
+/// (maintenance after a run, a purge), else it takes every pipeline's of the project.
+pub(super) struct MaintainOperation<'a> {
+    pub catalog: &'a PipelineCatalog,
+    pub pipeline: &'a Pipeline,
+    pub options: &'a MaintainOptions,
+    pub held: Option<&'a Held>,
+    pub clock: Instant,
+}
+
+/// What maintenance staged: the plan, the compacted files (written once; a rebase reuses
+/// them), and what the last publish attempt would leave to do.
+pub(super) struct MaintainStaged {
+    planned: Vec<Planned>,
+    compacted: Vec<Option<StagedTable>>,
+    properties: HashMap<String, String>,
+    /// Each maintained table's location, in plan order, for the deletion step.
+    locations: Vec<String>,
+    /// The last attempt's changes, in publication order.
+    last: Vec<After>,
 }
 
 /// One table's change in one publish attempt.
@@ -56,125 +74,128 @@ struct After {
     old_metadata: Vec<String>,
 }
 
-pub(super) async fn execute(
-    catalog: &PipelineCatalog,
-    pipeline: &Pipeline,
-    mut planned: Vec<Planned>,
-    invocation: &Invocation,
-    purge_of: Option<&str>,
-    observer: Arc<dyn Observer>,
-) -> Result<Executed> {
-    let started = Utc::now();
-    let run_id = new_run_id(started);
-    let properties: HashMap<String, String> = [
-        (PIPELINE, pipeline.name.as_str()),
-        (RUN_ID, run_id.as_str()),
-        (JOB, "maintain"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
+impl<'a> TableOperation<'a> for MaintainOperation<'a> {
+    type Staged = MaintainStaged;
+    type Output = MaintainReport;
 
-    // Compacted files, written once (a rebase reuses them).
-    let mut compacted: Vec<Option<StagedTable>> = Vec::with_capacity(planned.len());
-    for p in planned.iter_mut() {
-        let plan = &p.report.compaction;
-        if plan.groups.is_empty() {
-            compacted.push(None);
-            continue;
+    fn opening(&self) -> Opening<'a> {
+        match self.held {
+            Some(_) => Opening::Held {
+                catalog: self.catalog,
+            },
+            None => Opening::Project {
+                catalog: self.catalog,
+                pipeline: self.pipeline,
+            },
         }
-        observer.maintaining(
-            &p.name,
-            &format!(
-                "compacting {} files in {} partition(s)",
-                plan.input_files(),
-                plan.groups.len()
-            ),
-        );
-        let prefix = format!("{run_id}-compact-{}", uuid::Uuid::new_v4().simple());
-        let done = compact(
-            &p.name,
-            &p.table,
-            plan,
-            p.target,
-            &prefix,
-            properties.clone(),
-        )
-        .await?;
-        if let Some(c) = &done {
-            p.report.files_in = c.files_in;
-            p.report.files_out = c.files_out;
-            p.report.bytes_in = c.bytes_in;
-            p.report.bytes_out = c.bytes_out;
-        }
-        compacted.push(done.map(|c| c.staged));
     }
 
-    pause_point("maintain-written");
-    let publisher = publisher(catalog);
-    let mut published = None;
-    for attempt in 1..=ATTEMPTS {
-        let mut changes: Vec<(usize, Change)> = Vec::new();
-        for (i, p) in planned.iter().enumerate() {
-            if let Some(change) = build(catalog, p, compacted[i].as_ref(), &properties).await? {
-                changes.push((i, change));
+    fn wait(&self) -> LockWait {
+        self.options.wait
+    }
+
+    fn identity(&self) -> Identity<'_> {
+        Identity {
+            kind: RunKind::Maintain,
+            pipeline: &self.pipeline.name,
+            invocation: &self.options.invocation,
+            run_id: None,
+            started: None,
+        }
+    }
+
+    async fn stage(
+        &mut self,
+        opened: &Opened<'a>,
+        run: &RunStart,
+        observer: &Arc<dyn Observer>,
+    ) -> Result<Staging<MaintainStaged, MaintainReport>> {
+        let now = self.options.now.unwrap_or_else(Utc::now);
+        let planned = plan(&opened.catalog, self.pipeline, self.options, now).await?;
+        let properties: HashMap<String, String> = [
+            (PIPELINE, self.pipeline.name.as_str()),
+            (RUN_ID, run.run_id.as_str()),
+            (JOB, "maintain"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let mut staged = MaintainStaged {
+            locations: planned
+                .iter()
+                .map(|p| p.table.metadata().location().to_string())
+                .collect(),
+            compacted: Vec::new(),
+            planned,
+            properties,
+            last: Vec::new(),
+        };
+        if staged.planned.iter().any(|p| p.report.changes()) {
+            write_compactions(&mut staged, &run.run_id, observer).await?;
+            pause_point("maintain-written");
+        }
+        Ok(Staging::Publish(staged))
+    }
+
+    fn describe(&self, mut record: RunRecord, _staged: &MaintainStaged) -> RunRecord {
+        record.purge_of = self.options.purge_of.clone();
+        record
+    }
+
+    async fn publication(
+        &mut self,
+        catalog: &PipelineCatalog,
+        staged: &mut MaintainStaged,
+        record: RunRecord,
+    ) -> Result<Option<Publication>> {
+        staged.last.clear();
+        if !staged.planned.iter().any(|p| p.report.changes()) {
+            return Ok(None);
+        }
+        let mut changes = Vec::new();
+        for (i, p) in staged.planned.iter().enumerate() {
+            let compacted = staged.compacted[i].as_ref();
+            if let Some(mut change) = build(catalog, p, compacted, &staged.properties).await? {
+                change.after.index = i;
+                changes.push(change);
             }
         }
         if changes.is_empty() {
-            break;
+            return Ok(None);
         }
-        let mut record = RunRecord::new(
-            &run_id,
-            RunKind::Maintain,
-            &pipeline.name,
-            started,
-            invocation,
-        );
-        record.purge_of = purge_of.map(str::to_string);
-        let record = record.finished_now().with_tables(
-            changes
-                .iter()
-                .map(|(_, c)| c.after.record.clone())
-                .collect(),
-        );
+        let tables = changes.iter().map(|c| c.after.record.clone()).collect();
         let mut publication = Publication {
-            record: Some(record.clone()),
+            record: Some(record.with_tables(tables)),
             ..Publication::default()
         };
-        let mut done = Vec::new();
-        for (i, mut c) in changes {
-            c.after.index = i;
+        for c in changes {
             publication.changes.push(c.change);
-            done.push(c.after);
+            staged.last.push(c.after);
         }
-        let conflicts = match publisher.try_publish(&publication).await? {
-            PublishOutcome::Published(_) => {
-                published = Some((record, done));
-                break;
-            }
-            PublishOutcome::Conflicts(conflicts) => conflicts,
-        };
-        if attempt == ATTEMPTS {
-            return Err(Error::Conflict {
-                table: publication.changes[conflicts[0]].table.to_string(),
-                message: format!(
-                    "other writers kept committing to it; maintenance gave up after {ATTEMPTS} attempts (nothing was changed)"
-                ),
-            });
-        }
-        for c in conflicts {
-            let i = done[c].index;
-            observer.rebasing(&planned[i].name, attempt);
-            let Some(staged) = compacted[i].take() else {
+        Ok(Some(publication))
+    }
+
+    async fn on_conflict(
+        &mut self,
+        catalog: &PipelineCatalog,
+        staged: &mut MaintainStaged,
+        conflicts: &[usize],
+        attempt: u32,
+        observer: &Arc<dyn Observer>,
+    ) -> Result<()> {
+        for &c in conflicts {
+            let i = staged.last[c].index;
+            observer.rebasing(&staged.planned[i].name, attempt);
+            let Some(compacted) = staged.compacted[i].take() else {
                 continue; // rebuilt on the table as it is now at the next attempt
             };
-            match rebase(catalog, &staged).await {
+            let report = &mut staged.planned[i].report;
+            match rebase(catalog, &compacted).await {
                 Ok(rebased) => {
-                    skip_lost_groups(&mut planned[i].report, &rebased);
-                    compacted[i] = Some(rebased);
+                    skip_lost_groups(report, &rebased);
+                    staged.compacted[i] = Some(rebased);
                 }
                 Err(Error::Conflict { message, .. }) => {
-                    let report = &mut planned[i].report;
                     report.skipped_partitions = report
                         .compaction
                         .groups
@@ -188,27 +209,99 @@ pub(super) async fn execute(
                 Err(e) => return Err(e),
             }
         }
-        let backoff = 50u64 << attempt;
-        let jitter = uuid::Uuid::new_v4().as_u128() as u64 % backoff;
-        tokio::time::sleep(Duration::from_millis(backoff + jitter)).await;
+        Ok(())
     }
 
-    let Some((record, done)) = published else {
-        return Ok(Executed {
-            record: None,
-            tables: planned.into_iter().map(|p| p.report).collect(),
-            freed: Vec::new(),
-        });
-    };
+    async fn finish(
+        self,
+        opened: Opened<'a>,
+        staged: MaintainStaged,
+        record: Option<RunRecord>,
+        _observer: Arc<dyn Observer>,
+    ) -> Result<MaintainReport> {
+        let held = self
+            .held
+            .or(opened.lock.as_ref())
+            .ok_or_else(|| Error::Internal("maintenance without its locks".into()))?;
+        let catalog: &PipelineCatalog = &opened.catalog;
+        let published = record.is_some();
+        let locations = staged.locations.clone();
+        let (mut tables, freed) = published_reports(catalog, staged, published);
+        pause_point("maintain-published");
+        let cleanup = Cleanup {
+            held,
+            unreferenced_age: self.options.unreferenced_age,
+            purging: self.options.purge_of.is_some(),
+            locations: &locations,
+        };
+        cleanup
+            .run(catalog, self.pipeline, freed, &mut tables)
+            .await?;
+        Ok(MaintainReport {
+            pipeline: self.pipeline.name.clone(),
+            undo: record.as_ref().and_then(|r| r.undo_command()),
+            run_id: record.map(|r| r.run_id),
+            planned_only: false,
+            seconds: self.clock.elapsed().as_secs_f64(),
+            tables,
+        })
+    }
+}
+
+/// Writes the compacted files of every table whose plan compacts, once, into `staged`.
+async fn write_compactions(
+    staged: &mut MaintainStaged,
+    run_id: &str,
+    observer: &Arc<dyn Observer>,
+) -> Result<()> {
+    for p in staged.planned.iter_mut() {
+        let plan = &p.report.compaction;
+        if plan.groups.is_empty() {
+            staged.compacted.push(None);
+            continue;
+        }
+        observer.maintaining(
+            &p.name,
+            &format!(
+                "compacting {} files in {} partition(s)",
+                plan.input_files(),
+                plan.groups.len()
+            ),
+        );
+        let prefix = format!("{run_id}-compact-{}", uuid::Uuid::new_v4().simple());
+        let properties = staged.properties.clone();
+        let done = compact(&p.name, &p.table, plan, p.target, &prefix, properties).await?;
+        if let Some(c) = &done {
+            p.report.files_in = c.files_in;
+            p.report.files_out = c.files_out;
+            p.report.bytes_in = c.bytes_in;
+            p.report.bytes_out = c.bytes_out;
+        }
+        staged.compacted.push(done.map(|c| c.staged));
+    }
+    Ok(())
+}
+
+/// Every table's report once the publish is in (or, `published` false, with nothing
+/// published), and per table (by index) the files the published expiry freed, for the
+/// deletion step.
+fn published_reports(
+    catalog: &PipelineCatalog,
+    staged: MaintainStaged,
+    published: bool,
+) -> (Vec<TableMaintenance>, Vec<(usize, Vec<String>)>) {
+    let mut reports: Vec<TableMaintenance> = staged.planned.into_iter().map(|p| p.report).collect();
+    if !published {
+        return (reports, Vec::new());
+    }
     let mut freed_files = Vec::new();
-    let mut reports: Vec<TableMaintenance> = planned.into_iter().map(|p| p.report).collect();
-    for after in done {
+    for after in staged.last {
         let report = &mut reports[after.index];
         report.snapshot_before = after.record.snapshot_before;
         report.snapshot_after = after.record.snapshot_after;
         report.rewrite_manifests = after.rewrote_manifests;
         report.expired_snapshots = after.record.expired.as_ref().map_or(0, |e| e.snapshots);
-        if compacted[after.index].is_none() {
+        if staged.compacted[after.index].is_none() {
             report.compaction.groups.clear();
         }
         let mut freed = after.old_metadata;
@@ -224,11 +317,7 @@ pub(super) async fn execute(
         }
         freed_files.push((after.index, freed));
     }
-    Ok(Executed {
-        record: Some(record),
-        tables: reports,
-        freed: freed_files,
-    })
+    (reports, freed_files)
 }
 
 /// The change of one table on top of its current state: the compaction (rebased when the

@@ -26,7 +26,7 @@ pub enum Held {
 
 /// Which locks a command takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scope {
+pub enum Scope {
     /// The pipeline's own.
     Pipeline,
     /// Every pipeline's of the project, in name order: the command deletes files.
@@ -55,7 +55,7 @@ impl Held {
 }
 
 /// The run lock of a pipeline, held until dropped.
-pub(crate) struct Locked {
+pub(super) struct Locked {
     pub lock: Held,
     /// Tables may have moved since the caller read them: it waited for another run, or a
     /// half-done publish was resolved.
@@ -65,7 +65,7 @@ pub(crate) struct Locked {
 /// Takes the run lock of `pipeline` (its `[pipeline] name`) on `catalog` (waiting as `wait`
 /// says, and telling `observer` whom it waits for), then resolves a publish an earlier command
 /// left half done.
-pub(crate) async fn lock_and_recover(
+pub(super) async fn lock_and_recover(
     catalog: &PipelineCatalog,
     pipeline: &str,
     wait: LockWait,
@@ -84,7 +84,7 @@ pub(crate) async fn lock_and_recover(
 
 /// Takes the run lock of every pipeline of `pipeline`'s project (by `[pipeline] name`, in
 /// name order, `pipeline`'s own included), then resolves a half-done publish.
-pub(crate) async fn lock_project_and_recover(
+pub(super) async fn lock_project_and_recover(
     catalog: &PipelineCatalog,
     pipeline: &Pipeline,
     wait: LockWait,
@@ -126,7 +126,7 @@ async fn recovered(
 /// Refuses to change a table of `pipeline` whose location lies outside the embedded catalog's
 /// warehouse: a copied project's catalog points at the original's files (Iceberg locations
 /// are absolute), and writing there would leave files the original's catalog does not know.
-pub(crate) async fn refuse_outside_warehouse(
+pub(super) async fn refuse_outside_warehouse(
     catalog: &PipelineCatalog,
     pipeline: &Pipeline,
 ) -> Result<()> {
@@ -163,19 +163,19 @@ pub(crate) async fn refuse_outside_warehouse(
 }
 
 /// A pipeline validated against its catalog, with its run lock held.
-pub(crate) struct Opened {
+pub(super) struct OpenedPipeline {
     pub validated: Validated,
     pub lock: Held,
 }
 
 /// Validates `pipeline`, takes the locks `scope` says and resolves a half-done publish;
 /// validates again when tables moved meanwhile, so the run reads them as they are now.
-pub(crate) async fn open(
+pub(super) async fn open(
     pipeline: &Pipeline,
     wait: LockWait,
     observer: Arc<dyn Observer>,
     scope: Scope,
-) -> Result<Opened> {
+) -> Result<OpenedPipeline> {
     let clock = std::time::Instant::now();
     let mut validated = validate(pipeline).await?;
     tracing::debug!(ms = clock.elapsed().as_millis() as u64, "validated");
@@ -188,7 +188,7 @@ pub(crate) async fn open(
         validated = validate(pipeline).await?;
     }
     refuse_outside_warehouse(&validated.catalog, pipeline).await?;
-    Ok(Opened {
+    Ok(OpenedPipeline {
         validated,
         lock: locked.lock,
     })

@@ -8,10 +8,12 @@ use chrono::Utc;
 use super::options::RunOptions;
 use super::pipeline::served_by;
 use crate::catalog::PipelineCatalog;
-use crate::commit::publish::{publish, Publication};
+use crate::commit::publish::Publication;
 use crate::error::{Error, Result};
-use crate::operation::open::lock_and_recover;
-use crate::operation::Observer;
+use crate::operation::{
+    operate, Identity, Observer, Opened, Opening, RunStart, Staging, TableOperation,
+};
+use crate::records::lock::LockWait;
 use crate::records::{RunKind, RunRecord};
 use crate::spec::Pipeline;
 
@@ -29,27 +31,105 @@ pub async fn record_failure(
         .tick
         .ok_or_else(|| Error::Internal("a failure is recorded for scheduled ticks only".into()))?;
     let catalog = PipelineCatalog::connect(&pipeline.catalog).await?;
-    let _locked = lock_and_recover(&catalog, &pipeline.name, options.wait, observer).await?;
-    if served_by(&catalog, &pipeline.name, tick).await?.is_some() {
-        return Ok(());
-    }
-    let record = RunRecord::new(
+    let operation = FailureRecord {
+        catalog: &catalog,
+        pipeline,
+        options,
         run_id,
-        RunKind::Run,
-        &pipeline.name,
         started,
-        &options.invocation,
-    )
-    .serving(tick)
-    .finished_now()
-    .failed(error);
-    publish(
-        &catalog,
-        Publication {
+        tick,
+        error,
+    };
+    operate(operation, observer).await
+}
+
+/// A failed tick's record as the operation skeleton publishes it: alone, no table changed,
+/// under the pipeline's lock.
+struct FailureRecord<'a> {
+    catalog: &'a PipelineCatalog,
+    pipeline: &'a Pipeline,
+    options: &'a RunOptions,
+    run_id: &'a str,
+    /// When the failed run started (the record says so, not when it is written).
+    started: chrono::DateTime<Utc>,
+    tick: chrono::DateTime<Utc>,
+    error: &'a str,
+}
+
+impl<'a> TableOperation<'a> for FailureRecord<'a> {
+    type Staged = ();
+    type Output = ();
+
+    fn opening(&self) -> Opening<'a> {
+        Opening::Pipeline {
+            catalog: self.catalog,
+            pipeline: &self.pipeline.name,
+        }
+    }
+
+    fn wait(&self) -> LockWait {
+        self.options.wait
+    }
+
+    fn identity(&self) -> Identity<'_> {
+        Identity {
+            kind: RunKind::Run,
+            pipeline: &self.pipeline.name,
+            invocation: &self.options.invocation,
+            run_id: Some(self.run_id.to_string()),
+            started: Some(self.started),
+        }
+    }
+
+    async fn stage(
+        &mut self,
+        opened: &Opened<'a>,
+        _run: &RunStart,
+        _observer: &Arc<dyn Observer>,
+    ) -> Result<Staging<(), ()>> {
+        let served = served_by(&opened.catalog, &self.pipeline.name, self.tick).await?;
+        Ok(match served {
+            Some(_) => Staging::Done(()),
+            None => Staging::Publish(()),
+        })
+    }
+
+    fn describe(&self, record: RunRecord, _staged: &()) -> RunRecord {
+        record.serving(self.tick)
+    }
+
+    async fn publication(
+        &mut self,
+        _catalog: &PipelineCatalog,
+        _staged: &mut (),
+        record: RunRecord,
+    ) -> Result<Option<Publication>> {
+        Ok(Some(Publication {
             changes: Vec::new(),
-            record: Some(record),
-        },
-    )
-    .await?;
-    Ok(())
+            record: Some(record.failed(self.error)),
+        }))
+    }
+
+    async fn on_conflict(
+        &mut self,
+        _catalog: &PipelineCatalog,
+        _staged: &mut (),
+        _conflicts: &[usize],
+        _attempt: u32,
+        _observer: &Arc<dyn Observer>,
+    ) -> Result<()> {
+        Err(Error::Internal(
+            "a record without tables cannot conflict".into(),
+        ))
+    }
+
+    async fn finish(
+        self,
+        _opened: Opened<'a>,
+        _staged: (),
+        _record: Option<RunRecord>,
+        _observer: Arc<dyn Observer>,
+    ) -> Result<()> {
+        Ok(())
+    }
 }

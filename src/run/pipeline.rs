@@ -13,6 +13,7 @@
 //! transaction, or (on any error, in any step) none does. Data files written by a failed run
 //! are never referenced by any table.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -21,17 +22,20 @@ use chrono::{SecondsFormat, Utc};
 use super::execute::{execute, Start};
 use super::options::RunOptions;
 use super::report::RunReport;
-use crate::commit::publish::publish_with_retry;
+use crate::catalog::PipelineCatalog;
+use crate::commit::publish::Publication;
 use crate::commit::JobContext;
 use crate::engine::return_freed_memory;
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
 use crate::maintain::after_run;
-use crate::operation::audit::audit_staged;
-use crate::operation::open::{open, Opened, Scope};
-use crate::operation::Observer;
-use crate::records::{new_run_id, tick_key, RunKind, RunRecord};
-use crate::spec::Pipeline;
+use crate::operation::{
+    operate, Identity, JobReport, Observer, Opened, Opening, RunStart, Scope, StagedTables,
+    Staging, TableOperation, ToAudit,
+};
+use crate::records::lock::LockWait;
+use crate::records::{tick_key, RunKind, RunRecord};
+use crate::spec::{Pipeline, TableName};
 
 /// What a run for a scheduled tick did.
 #[derive(Debug)]
@@ -72,7 +76,7 @@ pub async fn run_tick(
 
 /// The run of a tick, if a record of `pipeline` holds it.
 pub(super) async fn served_by(
-    catalog: &crate::catalog::PipelineCatalog,
+    catalog: &PipelineCatalog,
     pipeline: &str,
     tick: chrono::DateTime<Utc>,
 ) -> Result<Option<String>> {
@@ -88,113 +92,197 @@ async fn run(
     observer: Arc<dyn Observer>,
     options: RunOptions,
 ) -> Result<Served> {
-    let clock = Instant::now();
-    let Opened { validated, lock } =
-        open(pipeline, options.wait, observer.clone(), Scope::Pipeline).await?;
-    if let Some(tick) = options.tick {
-        if let Some(run_id) = served_by(&validated.catalog, &pipeline.name, tick).await? {
-            return Ok(Served::AlreadyServed { run_id });
-        }
-    }
-
-    let started = Instant::now();
-    let started_at = Utc::now();
-    let run_id = options
-        .run_id
-        .clone()
-        .unwrap_or_else(|| new_run_id(started_at));
-    let ctx = Arc::new(JobContext {
-        catalog: validated.catalog.clone(),
-        project_dir: pipeline.project_dir.clone(),
-        pipeline: pipeline.name.clone(),
-        run_id: run_id.clone(),
-        started_at_micros: started_at.timestamp_micros(),
-        reload_changed: options.reload_changed,
-    });
-    let options = Arc::new(options);
-    let executed = execute(
-        ctx,
-        Arc::new(pipeline.clone()),
-        &validated,
-        options.clone(),
-        observer.clone(),
-        Start::default(),
-    )
-    .await?;
-    tracing::debug!(ms = clock.elapsed().as_millis() as u64, "every job staged");
-    return_freed_memory();
-    pause_point("staged");
-    observer.publishing(executed.staged.len());
-    let tables: Vec<String> = executed
-        .staged
-        .iter()
-        .map(|t| t.table.to_string())
-        .collect();
-
-    let quality = audit_staged(
+    let operation = RunOperation {
         pipeline,
-        &validated,
-        &executed.staged,
-        &executed.dropped,
-        &run_id,
-        started_at.timestamp_micros(),
-        observer.as_ref(),
-    )
-    .await?;
-
-    let kind = match options.backfill {
-        Some(_) => RunKind::Backfill,
-        None => RunKind::Run,
+        options: Arc::new(options),
+        clock: Instant::now(),
+        reports: Vec::new(),
     };
-    let mut record = RunRecord::new(
-        &run_id,
-        kind,
-        &pipeline.name,
-        started_at,
-        &options.invocation,
-    )
-    .with_quality(quality.clone());
-    if let Some(tick) = options.tick {
-        record = record.serving(tick);
-    }
-    publish_with_retry(
-        &validated.catalog,
-        executed.staged,
-        &record,
-        pipeline.max_snapshots,
-        &|table, attempt| observer.rebasing(table, attempt),
-    )
-    .await?;
-    tracing::debug!(ms = clock.elapsed().as_millis() as u64, "published");
-    let (maintenance, maintenance_error) = if pipeline.maintenance.after_run && !tables.is_empty() {
-        match after_run(
-            &validated.catalog,
-            pipeline,
-            &tables,
-            &options.invocation,
-            observer.clone(),
-            &lock,
-        )
-        .await
-        {
-            Ok(report) => (Some(report), None),
-            Err(e) => (None, Some(e)),
+    operate(operation, observer).await
+}
+
+/// A run as the operation skeleton runs it: every job in scope staged, audited, published
+/// with a record of kind `run` (or `backfill`), then maintained when `[maintenance] after_run`.
+struct RunOperation<'a> {
+    pipeline: &'a Pipeline,
+    options: Arc<RunOptions>,
+    clock: Instant,
+    /// The jobs' reports, once staged.
+    reports: Vec<JobReport>,
+}
+
+/// What the jobs of a run staged.
+struct RunStaged {
+    tables: StagedTables,
+    dropped: HashMap<TableName, BTreeMap<String, u64>>,
+    run: RunStart,
+}
+
+impl<'a> TableOperation<'a> for RunOperation<'a> {
+    type Staged = RunStaged;
+    type Output = Served;
+
+    fn opening(&self) -> Opening<'a> {
+        Opening::Validated {
+            pipeline: self.pipeline,
+            scope: Scope::Pipeline,
         }
-    } else {
-        (None, None)
-    };
-    drop(lock);
+    }
 
-    Ok(Served::Ran(Box::new(RunReport {
-        run_id,
-        pipeline: pipeline.name.clone(),
-        started_at: started_at.to_rfc3339_opts(SecondsFormat::Secs, true),
-        seconds: started.elapsed().as_secs_f64(),
-        published: true,
-        tables,
-        jobs: executed.reports,
-        quality,
-        maintenance,
-        maintenance_error,
-    })))
+    fn wait(&self) -> LockWait {
+        self.options.wait
+    }
+
+    fn identity(&self) -> Identity<'_> {
+        Identity {
+            kind: match self.options.backfill {
+                Some(_) => RunKind::Backfill,
+                None => RunKind::Run,
+            },
+            pipeline: &self.pipeline.name,
+            invocation: &self.options.invocation,
+            run_id: self.options.run_id.clone(),
+            started: None,
+        }
+    }
+
+    async fn stage(
+        &mut self,
+        opened: &Opened<'a>,
+        run: &RunStart,
+        observer: &Arc<dyn Observer>,
+    ) -> Result<Staging<RunStaged, Served>> {
+        let validated = opened
+            .validated
+            .as_ref()
+            .ok_or_else(|| Error::Internal("a run without its validated pipeline".into()))?;
+        if let Some(tick) = self.options.tick {
+            if let Some(run_id) = served_by(&validated.catalog, &self.pipeline.name, tick).await? {
+                return Ok(Staging::Done(Served::AlreadyServed { run_id }));
+            }
+        }
+        let ctx = Arc::new(JobContext {
+            catalog: validated.catalog.clone(),
+            project_dir: self.pipeline.project_dir.clone(),
+            pipeline: self.pipeline.name.clone(),
+            run_id: run.run_id.clone(),
+            started_at_micros: run.started.timestamp_micros(),
+            reload_changed: self.options.reload_changed,
+        });
+        let executed = execute(
+            ctx,
+            Arc::new(self.pipeline.clone()),
+            validated,
+            self.options.clone(),
+            observer.clone(),
+            Start::default(),
+        )
+        .await?;
+        tracing::debug!(
+            ms = self.clock.elapsed().as_millis() as u64,
+            "every job staged"
+        );
+        return_freed_memory();
+        pause_point("staged");
+        self.reports = executed.reports;
+        Ok(Staging::Publish(RunStaged {
+            tables: StagedTables {
+                tables: executed.staged,
+                max_snapshots: self.pipeline.max_snapshots,
+            },
+            dropped: executed.dropped,
+            run: run.clone(),
+        }))
+    }
+
+    fn to_audit<'s>(&self, staged: &'s RunStaged) -> Option<ToAudit<'s>> {
+        Some(ToAudit {
+            tables: &staged.tables.tables,
+            dropped: &staged.dropped,
+        })
+    }
+
+    fn describe(&self, record: RunRecord, _staged: &RunStaged) -> RunRecord {
+        match self.options.tick {
+            Some(tick) => record.serving(tick),
+            None => record,
+        }
+    }
+
+    async fn publication(
+        &mut self,
+        catalog: &PipelineCatalog,
+        staged: &mut RunStaged,
+        record: RunRecord,
+    ) -> Result<Option<Publication>> {
+        Ok(Some(staged.tables.publication(catalog, record).await?))
+    }
+
+    async fn on_conflict(
+        &mut self,
+        catalog: &PipelineCatalog,
+        staged: &mut RunStaged,
+        conflicts: &[usize],
+        attempt: u32,
+        observer: &Arc<dyn Observer>,
+    ) -> Result<()> {
+        staged
+            .tables
+            .rebase(catalog, conflicts, attempt, observer)
+            .await
+    }
+
+    async fn finish(
+        self,
+        opened: Opened<'a>,
+        staged: RunStaged,
+        record: Option<RunRecord>,
+        observer: Arc<dyn Observer>,
+    ) -> Result<Served> {
+        tracing::debug!(ms = self.clock.elapsed().as_millis() as u64, "published");
+        let pipeline = self.pipeline;
+        let mut tables: Vec<String> = staged
+            .tables
+            .tables
+            .iter()
+            .map(|t| t.table.to_string())
+            .collect();
+        tables.sort();
+        let (maintenance, maintenance_error) = match &opened.lock {
+            Some(lock) if pipeline.maintenance.after_run && !tables.is_empty() => {
+                let invocation = &self.options.invocation;
+                match after_run(
+                    &opened.catalog,
+                    pipeline,
+                    &tables,
+                    invocation,
+                    observer,
+                    lock,
+                )
+                .await
+                {
+                    Ok(report) => (Some(report), None),
+                    Err(e) => (None, Some(e)),
+                }
+            }
+            _ => (None, None),
+        };
+        drop(opened);
+        let quality = record.map(|r| r.quality).unwrap_or_default();
+        Ok(Served::Ran(Box::new(RunReport {
+            run_id: staged.run.run_id,
+            pipeline: pipeline.name.clone(),
+            started_at: staged
+                .run
+                .started
+                .to_rfc3339_opts(SecondsFormat::Secs, true),
+            seconds: self.clock.elapsed().as_secs_f64(),
+            published: true,
+            tables,
+            jobs: self.reports,
+            quality,
+            maintenance,
+            maintenance_error,
+        })))
+    }
 }

@@ -348,3 +348,38 @@ fn only_the_deletion_path_removes_files() {
         found.join("\n")
     );
 }
+
+/// One skeleton for every table-changing command (`operation::operate`): outside the publish
+/// protocol itself (`commit/publish/`) and the skeleton (`operation/`), nothing publishes or
+/// takes a run lock with recovery, so no command can skip the lock, the recovery, the audit or
+/// the record.
+#[test]
+fn only_the_operation_skeleton_publishes() {
+    let publishing = [
+        "publisher(",
+        ".try_publish(",
+        "publish::publish(",
+        "lock_and_recover(",
+        "lock_project_and_recover(",
+        "recover(catalog",
+    ];
+    let mut found = Vec::new();
+    for source in sources() {
+        let relative = source.relative().to_string_lossy().into_owned();
+        if relative.starts_with("commit/publish/") || relative.starts_with("operation/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&source.path).unwrap();
+        let code = blank_literals(without_unit_tests(&text));
+        for (n, line) in code.lines().enumerate() {
+            if publishing.iter().any(|p| line.contains(p)) {
+                found.push(format!("src/{relative}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "publishing outside operation::operate:\n{}",
+        found.join("\n")
+    );
+}

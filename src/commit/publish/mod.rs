@@ -9,7 +9,8 @@
 //!      journal.rs    S3 Tables, other REST: a durable intent (intent.rs), then table by
 //!                    table by compare-and-set; recover.rs completes or undoes what a killed
 //!                    command left pending
-//!  retry.rs        conflicts: rebase (rebase.rs) what can be rebased, try again, or fail
+//!  rebase.rs       a staged table rebased onto what another writer committed first (the
+//!                  attempts and backoff are the operation skeleton's: `operation::operate`)
 //! ```
 
 mod intent;
@@ -19,11 +20,9 @@ mod publication;
 mod rebase;
 mod recover;
 mod rest_tx;
-mod retry;
 mod sqlite;
 
 pub use per_catalog::{publish, publisher};
 pub use publication::{Publication, PublishOutcome, Publisher, TableChange};
 pub use rebase::rebase;
 pub use recover::{publish_in_progress, recover, Recovery};
-pub use retry::{publish_with_retry, ATTEMPTS};
