@@ -4,6 +4,7 @@
 //! `POST /v1/{prefix}/transactions/commit` ([`MultiTableCommit`]) when the server lists that
 //! endpoint in `/v1/config` (all or nothing).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -35,11 +36,83 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
     // the tables may not be on S3 at all (no AWS credential chain is walked for them).
     let mut props = storage::rest_file_io_props(&identity, &config.storage).await?;
     let file_props = props.clone();
+    let Secrets {
+        mut token,
+        credential,
+    } = add_catalog_props(config, &mut props)?;
+    let factory = Arc::new(OpenDalResolvingStorageFactory::new());
+    let inner = RestCatalogBuilder::default()
+        .with_storage_factory(factory.clone())
+        .load("rest", props)
+        .await
+        .map_err(|e| fail(format!("cannot open the REST catalog: {e}")))?;
+    let inner: Arc<dyn iceberg::Catalog> = Arc::new(inner);
+
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(120))
+        .build()
+        .map_err(|e| fail(format!("cannot set up the HTTP client: {e}")))?;
+    if token.is_none() {
+        if let Some(credential) = &credential {
+            token = Some(oauth_token(&http, config, credential).await.map_err(fail)?);
+        }
+    }
+    let mut api = RestApi {
+        http,
+        uri: config.uri.clone(),
+        token,
+        headers: config.headers.clone(),
+        prefix: String::new(),
+    };
+    let (prefix, transactions) = server_config(&api, config).await?;
+    api.prefix = prefix;
+    let api = Arc::new(api);
+    tracing::debug!(uri = %config.uri, transactions, "connected to REST catalog");
+
+    let file_io = iceberg::io::FileIOBuilder::new(factory)
+        .with_props(&file_props)
+        .build();
+    let multi_table: Option<Arc<dyn MultiTableCommit>> = if transactions && config.transactions {
+        Some(api.clone())
+    } else {
+        None
+    };
+    let remote = Arc::new(RemoteCatalog {
+        kind: "rest",
+        identity,
+        catalog: inner.clone(),
+        pointers: api,
+        transactions: multi_table,
+        file_io: file_io.clone(),
+    });
+    Ok(PipelineCatalog {
+        inner,
+        name: "rest".to_string(),
+        backend: Backend::Remote(remote),
+        file_io,
+    })
+}
+
+/// The secrets a REST catalog is reached with, read from the variables its config names.
+struct Secrets {
+    token: Option<String>,
+    /// OAuth2 client credential, `id:secret`.
+    credential: Option<String>,
+}
+
+/// Adds the catalog properties of `config` to `props` (URI, warehouse, token, credential,
+/// OAuth2 server, scope, headers) and returns the secrets read for them. A credential's
+/// secret is registered for redaction.
+fn add_catalog_props(config: &RestConfig, props: &mut HashMap<String, String>) -> Result<Secrets> {
+    let fail = |message: String| Error::Catalog {
+        catalog: config.uri.clone(),
+        message,
+    };
     props.insert(REST_CATALOG_PROP_URI.to_string(), config.uri.clone());
     if let Some(w) = &config.warehouse {
         props.insert(REST_CATALOG_PROP_WAREHOUSE.to_string(), w.clone());
     }
-    let mut token = config
+    let token = config
         .token_env
         .as_deref()
         .map(read_env)
@@ -69,29 +142,15 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
     for (name, value) in &config.headers {
         props.insert(format!("header.{name}"), value.clone());
     }
-    let factory = Arc::new(OpenDalResolvingStorageFactory::new());
-    let inner = RestCatalogBuilder::default()
-        .with_storage_factory(factory.clone())
-        .load("rest", props)
-        .await
-        .map_err(|e| fail(format!("cannot open the REST catalog: {e}")))?;
-    let inner: Arc<dyn iceberg::Catalog> = Arc::new(inner);
+    Ok(Secrets { token, credential })
+}
 
-    let http = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_secs(120))
-        .build()
-        .map_err(|e| fail(format!("cannot set up the HTTP client: {e}")))?;
-    if token.is_none() {
-        if let Some(credential) = &credential {
-            token = Some(oauth_token(&http, config, credential).await.map_err(fail)?);
-        }
-    }
-    let mut api = RestApi {
-        http,
-        uri: config.uri.clone(),
-        token,
-        headers: config.headers.clone(),
-        prefix: String::new(),
+/// Asks the server for its `/v1/config`: the path prefix of its routes, and whether it lists
+/// the multi-table commit endpoint.
+async fn server_config(api: &RestApi, config: &RestConfig) -> Result<(String, bool)> {
+    let fail = |message: String| Error::Catalog {
+        catalog: config.uri.clone(),
+        message,
     };
     let server = api
         .get(&with_warehouse("/v1/config", config))
@@ -116,32 +175,7 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
     let transactions = server["endpoints"]
         .as_array()
         .is_some_and(|e| e.iter().any(|v| v.as_str() == Some(TRANSACTIONS_ENDPOINT)));
-    api.prefix = prefix;
-    let api = Arc::new(api);
-    tracing::debug!(uri = %config.uri, transactions, "connected to REST catalog");
-
-    let file_io = iceberg::io::FileIOBuilder::new(factory)
-        .with_props(&file_props)
-        .build();
-    let multi_table: Option<Arc<dyn MultiTableCommit>> = if transactions && config.transactions {
-        Some(api.clone())
-    } else {
-        None
-    };
-    let remote = Arc::new(RemoteCatalog {
-        kind: "rest",
-        identity,
-        catalog: inner.clone(),
-        pointers: api,
-        transactions: multi_table,
-        file_io: file_io.clone(),
-    });
-    Ok(PipelineCatalog {
-        inner,
-        name: "rest".to_string(),
-        backend: Backend::Remote(remote),
-        file_io,
-    })
+    Ok((prefix, transactions))
 }
 
 fn with_warehouse(path: &str, config: &RestConfig) -> String {

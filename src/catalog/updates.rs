@@ -23,7 +23,15 @@ pub fn diff(
         },
     ];
     let mut updates = Vec::new();
+    add_schema_updates(base, new, &mut updates);
+    add_spec_updates(base, new, &mut updates);
+    add_snapshot_updates(base, new, &mut updates);
+    add_property_updates(base, new, &mut updates);
+    Ok((requirements, updates))
+}
 
+/// The schemas `new` has and `base` has not, and `new`'s current schema when it changed.
+fn add_schema_updates(base: &TableMetadata, new: &TableMetadata, updates: &mut Vec<TableUpdate>) {
     let base_schemas: HashSet<i32> = base.schemas_iter().map(|s| s.schema_id()).collect();
     for schema in new.schemas_iter() {
         if !base_schemas.contains(&schema.schema_id()) {
@@ -39,7 +47,11 @@ pub fn diff(
             schema_id: if added { -1 } else { new.current_schema_id() },
         });
     }
+}
 
+/// The partition specs `new` has and `base` has not, and `new`'s default spec when it
+/// changed.
+fn add_spec_updates(base: &TableMetadata, new: &TableMetadata, updates: &mut Vec<TableUpdate>) {
     let base_specs: HashSet<i32> = base.partition_specs_iter().map(|s| s.spec_id()).collect();
     for spec in new.partition_specs_iter() {
         if !base_specs.contains(&spec.spec_id()) {
@@ -58,7 +70,11 @@ pub fn diff(
             },
         });
     }
+}
 
+/// The snapshots added after everything in `base` (in sequence order), `main` moved (or
+/// removed) when it changed, and the snapshots `new` no longer has removed.
+fn add_snapshot_updates(base: &TableMetadata, new: &TableMetadata, updates: &mut Vec<TableUpdate>) {
     let base_snapshots: HashSet<i64> = base.snapshots().map(|s| s.snapshot_id()).collect();
     let new_snapshots: HashSet<i64> = new.snapshots().map(|s| s.snapshot_id()).collect();
     // Only snapshots newer than everything in `base`: moving a table back to an older version
@@ -94,7 +110,10 @@ pub fn diff(
             snapshot_ids: removed,
         });
     }
+}
 
+/// The properties `new` sets to another value than `base`, and those it no longer has.
+fn add_property_updates(base: &TableMetadata, new: &TableMetadata, updates: &mut Vec<TableUpdate>) {
     let changed: HashMap<String, String> = new
         .properties()
         .iter()
@@ -114,5 +133,4 @@ pub fn diff(
         removals.sort();
         updates.push(TableUpdate::RemoveProperties { removals });
     }
-    Ok((requirements, updates))
 }

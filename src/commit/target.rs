@@ -104,108 +104,28 @@ pub async fn prepare_target_from(
     catalog.ensure_namespace(&table.namespace).await?;
     let existing = match existing {
         Some(existing) => existing,
-        None => {
-            let schema = schema_with_ids(columns, &[], 0)?;
-            let spec = partition_spec(table, &schema, partition_by)?;
-            let creation = TableCreation::builder()
-                .name(table.name.clone())
-                .location_opt(catalog.local_table_location(table))
-                .schema(schema)
-                .partition_spec(spec)
-                .properties(properties.clone())
-                .format_version(FormatVersion::V2)
-                .build();
-            if catalog.local_warehouse().is_some() {
-                // The embedded catalog creates the table when the run publishes.
-                let metadata = TableMetadataBuilder::from_table_creation(creation)?
-                    .build()?
-                    .metadata;
-                return Ok(TableTarget {
-                    table: table.clone(),
-                    base_location: None,
-                    metadata,
-                    reshaped: true,
-                });
-            }
-            // A remote catalog chooses the location: it creates the table now, empty, and
-            // the run writes on top of that version.
-            catalog.create_empty_table(table, creation).await?
-        }
+        None => match create_table(catalog, table, columns, partition_by, properties).await? {
+            Created::AtPublish(target) => return Ok(*target),
+            Created::Empty(existing) => existing,
+        },
     };
     let base_location = existing.metadata_location_result()?.to_string();
     let current = existing.metadata().clone();
     let current_schema = current.current_schema().clone();
-    // Rows already appended must stay readable: a column the table did not have, or had as
-    // optional, stays optional (`not null` is still enforced on the rows loaded from now on).
     let appended: Vec<DesiredColumn>;
     let columns = match evolution {
         Evolution::Append { .. } => {
-            appended = columns
-                .iter()
-                .map(|c| DesiredColumn {
-                    required: c.required
-                        && current_schema
-                            .field_by_name(&c.name)
-                            .is_some_and(|f| f.required),
-                    ..c.clone()
-                })
-                .collect();
+            appended = as_appended(columns, &current_schema);
             appended.as_slice()
         }
         Evolution::Rewrite { .. } => columns,
     };
-    let same_schema = current_schema.as_struct().fields().len() == columns.len()
-        && current_schema
-            .as_struct()
-            .fields()
-            .iter()
-            .zip(columns)
-            .all(|(f, c)| f.name == c.name && *f.field_type == c.ty && f.required == c.required);
+    let same_schema = same_columns(&current_schema, columns);
     let mut builder = current.clone().into_builder(Some(base_location.clone()));
     let schema = if same_schema {
         current_schema.as_ref().clone()
     } else {
-        let no_renames = BTreeMap::new();
-        let renamed = match evolution {
-            Evolution::Rewrite { renamed } => renamed,
-            Evolution::Append { .. } => &no_renames,
-        };
-        let mut ids = Vec::with_capacity(columns.len());
-        for c in columns {
-            let old = current_schema.field_by_name(&c.name).or_else(|| {
-                renamed
-                    .get(&c.name)
-                    .and_then(|old| current_schema.field_by_name(old))
-            });
-            let id = match old {
-                None => None,
-                Some(f) => match type_change(&f.field_type, &c.ty) {
-                    TypeChange::Same | TypeChange::Widen => {
-                        if f.name != c.name {
-                            tracing::info!(table = %table, from = %f.name, to = %c.name, "column renamed (field id {} kept)", f.id);
-                        }
-                        Some(f.id)
-                    }
-                    TypeChange::Incompatible => match evolution {
-                        Evolution::Rewrite { .. } => None,
-                        Evolution::Append { declared_in } => {
-                            let at = declared_in
-                                .as_ref()
-                                .map(|o| format!(" ({}:{})", o.file.display(), o.line))
-                                .unwrap_or_default();
-                            return Err(Error::table_msg(
-                                table,
-                                format!(
-                                    "column `{}` is {} in the table but {} in the spec{at}: not a safe widening ({WIDENINGS}), so the rows already loaded could not be read as {}. Keep the column's type, or load the values into a new column or a new table",
-                                    c.name, f.field_type, c.ty, c.ty
-                                ),
-                            ));
-                        }
-                    },
-                },
-            };
-            ids.push(id);
-        }
+        let ids = kept_field_ids(table, &current_schema, columns, evolution)?;
         let schema = schema_with_ids(columns, &ids, current.last_column_id())?;
         builder = builder.add_current_schema(schema.clone())?;
         schema
@@ -236,6 +156,132 @@ pub async fn prepare_target_from(
             || current_spec != wanted_spec
             || current.current_snapshot_id().is_none(),
     })
+}
+
+/// A table [`prepare_target_from`] found missing, as it prepared its creation.
+enum Created {
+    /// The embedded catalog's: created when the run publishes; the target is its first
+    /// metadata.
+    AtPublish(Box<TableTarget>),
+    /// A remote catalog's: created now, empty.
+    Empty(iceberg::table::Table),
+}
+
+/// Prepares the creation of `table` with `columns` (fresh field ids), `partition_by` and
+/// `properties` (format version 2).
+async fn create_table(
+    catalog: &PipelineCatalog,
+    table: &TableName,
+    columns: &[DesiredColumn],
+    partition_by: &[PartitionField],
+    properties: HashMap<String, String>,
+) -> Result<Created> {
+    let schema = schema_with_ids(columns, &[], 0)?;
+    let spec = partition_spec(table, &schema, partition_by)?;
+    let creation = TableCreation::builder()
+        .name(table.name.clone())
+        .location_opt(catalog.local_table_location(table))
+        .schema(schema)
+        .partition_spec(spec)
+        .properties(properties)
+        .format_version(FormatVersion::V2)
+        .build();
+    if catalog.local_warehouse().is_some() {
+        // The embedded catalog creates the table when the run publishes.
+        let metadata = TableMetadataBuilder::from_table_creation(creation)?
+            .build()?
+            .metadata;
+        return Ok(Created::AtPublish(Box::new(TableTarget {
+            table: table.clone(),
+            base_location: None,
+            metadata,
+            reshaped: true,
+        })));
+    }
+    // A remote catalog chooses the location: it creates the table now, empty, and
+    // the run writes on top of that version.
+    Ok(Created::Empty(
+        catalog.create_empty_table(table, creation).await?,
+    ))
+}
+
+/// `columns` as an append writes them into a table of `current` schema: a column the table
+/// did not have, or had as optional, is optional.
+fn as_appended(columns: &[DesiredColumn], current: &Schema) -> Vec<DesiredColumn> {
+    // Rows already appended must stay readable: a column the table did not have, or had as
+    // optional, stays optional (`not null` is still enforced on the rows loaded from now on).
+    columns
+        .iter()
+        .map(|c| DesiredColumn {
+            required: c.required && current.field_by_name(&c.name).is_some_and(|f| f.required),
+            ..c.clone()
+        })
+        .collect()
+}
+
+/// Whether `schema` has exactly `columns`, in order (name, type and nullability).
+fn same_columns(schema: &Schema, columns: &[DesiredColumn]) -> bool {
+    schema.as_struct().fields().len() == columns.len()
+        && schema
+            .as_struct()
+            .fields()
+            .iter()
+            .zip(columns)
+            .all(|(f, c)| f.name == c.name && *f.field_type == c.ty && f.required == c.required)
+}
+
+/// The field id each of `columns` keeps from the `current` schema of `table`: the column of
+/// its name (or, on a rewrite, of its old name per `evolution`) when its type is the same or
+/// widens; `None` for a new column, or on a rewrite, an incompatible type change. An
+/// incompatible change of an appended column is an error.
+fn kept_field_ids(
+    table: &TableName,
+    current: &Schema,
+    columns: &[DesiredColumn],
+    evolution: &Evolution,
+) -> Result<Vec<Option<i32>>> {
+    let no_renames = BTreeMap::new();
+    let renamed = match evolution {
+        Evolution::Rewrite { renamed } => renamed,
+        Evolution::Append { .. } => &no_renames,
+    };
+    let mut ids = Vec::with_capacity(columns.len());
+    for c in columns {
+        let old = current.field_by_name(&c.name).or_else(|| {
+            renamed
+                .get(&c.name)
+                .and_then(|old| current.field_by_name(old))
+        });
+        let id = match old {
+            None => None,
+            Some(f) => match type_change(&f.field_type, &c.ty) {
+                TypeChange::Same | TypeChange::Widen => {
+                    if f.name != c.name {
+                        tracing::info!(table = %table, from = %f.name, to = %c.name, "column renamed (field id {} kept)", f.id);
+                    }
+                    Some(f.id)
+                }
+                TypeChange::Incompatible => match evolution {
+                    Evolution::Rewrite { .. } => None,
+                    Evolution::Append { declared_in } => {
+                        let at = declared_in
+                            .as_ref()
+                            .map(|o| format!(" ({}:{})", o.file.display(), o.line))
+                            .unwrap_or_default();
+                        return Err(Error::table_msg(
+                            table,
+                            format!(
+                                "column `{}` is {} in the table but {} in the spec{at}: not a safe widening ({WIDENINGS}), so the rows already loaded could not be read as {}. Keep the column's type, or load the values into a new column or a new table",
+                                c.name, f.field_type, c.ty, c.ty
+                            ),
+                        ));
+                    }
+                },
+            },
+        };
+        ids.push(id);
+    }
+    Ok(ids)
 }
 
 /// A schema with fresh field ids 1..n for `columns`.

@@ -137,64 +137,13 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
 
     let mut record = csv::ByteRecord::new();
     let n = job.columns.len();
-    // Field index of each column (`None`: an added column this file does not have).
-    // Without a header, the declared columns are the fields in order; columns kept from
-    // earlier versions of the spec have no position and read NULL.
-    let mut positions: Vec<Option<usize>> = Vec::with_capacity(n);
-    let mut declared = 0;
-    for col in &job.columns {
-        positions.push((!col.added).then_some(declared));
-        declared += usize::from(!col.added);
-    }
-    let mut expected_fields = declared;
+    let (mut positions, mut expected_fields) = declared_positions(job);
     if job.csv.header {
-        loop {
-            if !reader
-                .read_byte_record(&mut record)
-                .map_err(|e| csv_error(path, e))?
-            {
-                return Ok(()); // empty file: no header, no records
-            }
-            if !is_blank(&record, end) {
-                break;
-            }
+        if !read_header_record(&mut reader, &mut record, path, end)? {
+            return Ok(()); // empty file: no header, no records
         }
         let header = header_names(&csv::StringRecord::from_byte_record_lossy(record.clone()));
-        for (i, col) in job.columns.iter().enumerate() {
-            positions[i] = header.iter().position(|h| h == &col.name);
-            if positions[i].is_none() && !col.added {
-                return Err(Error::Input {
-                    path: path.to_path_buf(),
-                    message: format!(
-                        "line 1: the header has no column `{}` (declared in the schema of {}); header: {}",
-                        col.name,
-                        job.table,
-                        header.join(",")
-                    ),
-                });
-            }
-        }
-        // An empty name (a trailing delimiter) names no column.
-        let extra: Vec<&str> = header
-            .iter()
-            .filter(|h| !h.is_empty() && !job.columns.iter().any(|c| &c.name == *h))
-            .map(|h| h.as_str())
-            .collect();
-        if let Some(reserved) = extra.iter().find(|h| LINEAGE_COLUMNS.contains(*h)) {
-            return Err(reserved_error(path, 1, reserved));
-        }
-        if !extra.is_empty() {
-            if job.schema_evolution == SchemaEvolution::Ignore {
-                tracing::warn!(
-                    file = %path.display(),
-                    "columns not in the schema of {} are not loaded (schema_evolution = \"ignore\"): {}",
-                    job.table,
-                    extra.join(", ")
-                );
-            } else {
-                return Err(undeclared_error(job, path, 1, &extra));
-            }
-        }
+        header_positions(job, path, &header, &mut positions)?;
         expected_fields = header.len();
     }
 
@@ -225,6 +174,89 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
                 let raw = raw_text(&mut raw_reader, start, end);
                 sink.bad(path, line, &raw, reason, column)?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// The field index of each column of `job` in a file without a header (`None`: an added
+/// column, which reads NULL), and the number of fields such a file's records have.
+fn declared_positions(job: &IngestJob) -> (Vec<Option<usize>>, usize) {
+    // Field index of each column (`None`: an added column this file does not have).
+    // Without a header, the declared columns are the fields in order; columns kept from
+    // earlier versions of the spec have no position and read NULL.
+    let mut positions: Vec<Option<usize>> = Vec::with_capacity(job.columns.len());
+    let mut declared = 0;
+    for col in &job.columns {
+        positions.push((!col.added).then_some(declared));
+        declared += usize::from(!col.added);
+    }
+    (positions, declared)
+}
+
+/// Reads the header line into `record`, skipping blank lines before it; `false` when the file
+/// has no line at all.
+fn read_header_record(
+    reader: &mut csv::Reader<File>,
+    record: &mut csv::ByteRecord,
+    path: &Path,
+    end: LineEnd,
+) -> Result<bool> {
+    loop {
+        if !reader
+            .read_byte_record(record)
+            .map_err(|e| csv_error(path, e))?
+        {
+            return Ok(false);
+        }
+        if !is_blank(record, end) {
+            return Ok(true);
+        }
+    }
+}
+
+/// Sets the field index of each column of `job` to its place in `header`. A declared column
+/// the header lacks, a lineage column in it, or (unless `schema_evolution = "ignore"`, which
+/// warns) any other column the schema does not declare is an error.
+fn header_positions(
+    job: &IngestJob,
+    path: &Path,
+    header: &[String],
+    positions: &mut [Option<usize>],
+) -> Result<()> {
+    for (i, col) in job.columns.iter().enumerate() {
+        positions[i] = header.iter().position(|h| h == &col.name);
+        if positions[i].is_none() && !col.added {
+            return Err(Error::Input {
+                path: path.to_path_buf(),
+                message: format!(
+                    "line 1: the header has no column `{}` (declared in the schema of {}); header: {}",
+                    col.name,
+                    job.table,
+                    header.join(",")
+                ),
+            });
+        }
+    }
+    // An empty name (a trailing delimiter) names no column.
+    let extra: Vec<&str> = header
+        .iter()
+        .filter(|h| !h.is_empty() && !job.columns.iter().any(|c| &c.name == *h))
+        .map(|h| h.as_str())
+        .collect();
+    if let Some(reserved) = extra.iter().find(|h| LINEAGE_COLUMNS.contains(*h)) {
+        return Err(reserved_error(path, 1, reserved));
+    }
+    if !extra.is_empty() {
+        if job.schema_evolution == SchemaEvolution::Ignore {
+            tracing::warn!(
+                file = %path.display(),
+                "columns not in the schema of {} are not loaded (schema_evolution = \"ignore\"): {}",
+                job.table,
+                extra.join(", ")
+            );
+        } else {
+            return Err(undeclared_error(job, path, 1, &extra));
         }
     }
     Ok(())

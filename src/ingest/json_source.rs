@@ -150,16 +150,6 @@ fn json_value(
     any_value: bool,
 ) -> Result<Parsed, String> {
     let is_string = raw.starts_with('"');
-    let as_string = |raw: &str| -> Result<String, String> {
-        serde_json::from_str::<String>(raw).map_err(|e| format!("invalid JSON string: {e}"))
-    };
-    let kind = || match raw.as_bytes().first() {
-        Some(b'"') => "a string",
-        Some(b'{') => "an object",
-        Some(b'[') => "an array",
-        Some(b't' | b'f') => "a boolean",
-        _ => "a number",
-    };
     match ty {
         ColumnType::String if any_value && !is_string => {
             string_out.clear();
@@ -168,71 +158,108 @@ fn json_value(
         }
         ColumnType::String => {
             if !is_string {
-                return Err(format!("expected a JSON string, found {} `{raw}`", kind()));
+                let kind = json_kind(raw);
+                return Err(format!("expected a JSON string, found {kind} `{raw}`"));
             }
-            *string_out = as_string(raw)?;
+            *string_out = json_string(raw)?;
             if string_out.contains('\0') {
                 return Err(NUL_IN_TEXT.into());
             }
             Ok(Parsed::Str)
         }
         ColumnType::Timestamp | ColumnType::TimestampTz | ColumnType::Date => {
-            if !is_string {
-                return Err(format!(
-                    "expected a date/time string, found {} `{raw}`",
-                    kind()
-                ));
-            }
-            let s = as_string(raw)?;
-            if ty == ColumnType::Date {
-                parse_date(s.trim().as_bytes())
-                    .map(Parsed::Date)
-                    .ok_or_else(|| format!("`{s}` is not a date (YYYY-MM-DD)"))
-            } else {
-                parse_timestamp(s.trim()).map(Parsed::Ts)
-            }
+            json_date_time(ty, raw)
         }
         ColumnType::Boolean => match raw {
             "true" => Ok(Parsed::Bool(true)),
             "false" => Ok(Parsed::Bool(false)),
-            _ => Err(format!("expected a JSON boolean, found {} `{raw}`", kind())),
+            _ => Err(format!(
+                "expected a JSON boolean, found {} `{raw}`",
+                json_kind(raw)
+            )),
         },
-        ColumnType::Int | ColumnType::Long => {
-            let v = parse_integer(raw)
-                .ok_or_else(|| format!("expected a JSON integer, found {} `{raw}`", kind()))?;
-            if ty == ColumnType::Int {
-                i32::try_from(v)
-                    .map(Parsed::I32)
-                    .map_err(|_| format!("`{raw}` does not fit an int (32-bit)"))
-            } else {
-                Ok(Parsed::I64(v))
-            }
-        }
-        ColumnType::Float | ColumnType::Double => {
-            if is_string || kind() != "a number" {
-                return Err(format!("expected a JSON number, found {} `{raw}`", kind()));
-            }
-            let v: f64 = raw
-                .parse()
-                .map_err(|_| format!("`{raw}` is not a number"))?;
-            Ok(if ty == ColumnType::Float {
-                Parsed::F32(v as f32)
-            } else {
-                Parsed::F64(v)
-            })
-        }
-        ColumnType::Decimal { precision, scale } => {
-            if kind() != "a number" {
-                return Err(format!("expected a JSON number, found {} `{raw}`", kind()));
-            }
-            if raw.contains(['e', 'E']) {
-                return Err(format!(
-                    "`{raw}`: exponent notation is not accepted for decimal({precision},{scale})"
-                ));
-            }
-            parse_decimal(raw, precision, scale).map(Parsed::Dec)
-        }
+        ColumnType::Int | ColumnType::Long => json_integer(ty, raw),
+        ColumnType::Float | ColumnType::Double => json_float(ty, raw),
+        ColumnType::Decimal { precision, scale } => json_decimal(raw, precision, scale),
     }
+}
+
+/// What kind of JSON value `raw` is, for messages ("a string", "an object", ...; anything
+/// else is "a number").
+fn json_kind(raw: &str) -> &'static str {
+    match raw.as_bytes().first() {
+        Some(b'"') => "a string",
+        Some(b'{') => "an object",
+        Some(b'[') => "an array",
+        Some(b't' | b'f') => "a boolean",
+        _ => "a number",
+    }
+}
+
+/// The text of the JSON string `raw`, unescaped.
+fn json_string(raw: &str) -> Result<String, String> {
+    serde_json::from_str::<String>(raw).map_err(|e| format!("invalid JSON string: {e}"))
+}
+
+/// A JSON string as a date (`ty` is `Date`) or a timestamp (`Timestamp`, `TimestampTz`).
+fn json_date_time(ty: ColumnType, raw: &str) -> Result<Parsed, String> {
+    if !raw.starts_with('"') {
+        return Err(format!(
+            "expected a date/time string, found {} `{raw}`",
+            json_kind(raw)
+        ));
+    }
+    let s = json_string(raw)?;
+    if ty == ColumnType::Date {
+        parse_date(s.trim().as_bytes())
+            .map(Parsed::Date)
+            .ok_or_else(|| format!("`{s}` is not a date (YYYY-MM-DD)"))
+    } else {
+        parse_timestamp(s.trim()).map(Parsed::Ts)
+    }
+}
+
+/// A JSON integer as an `Int` (which it must fit) or a `Long`.
+fn json_integer(ty: ColumnType, raw: &str) -> Result<Parsed, String> {
+    let v = parse_integer(raw)
+        .ok_or_else(|| format!("expected a JSON integer, found {} `{raw}`", json_kind(raw)))?;
+    if ty == ColumnType::Int {
+        i32::try_from(v)
+            .map(Parsed::I32)
+            .map_err(|_| format!("`{raw}` does not fit an int (32-bit)"))
+    } else {
+        Ok(Parsed::I64(v))
+    }
+}
+
+/// A JSON number as a `Float` or a `Double`.
+fn json_float(ty: ColumnType, raw: &str) -> Result<Parsed, String> {
+    let kind = json_kind(raw);
+    if raw.starts_with('"') || kind != "a number" {
+        return Err(format!("expected a JSON number, found {kind} `{raw}`"));
+    }
+    let v: f64 = raw
+        .parse()
+        .map_err(|_| format!("`{raw}` is not a number"))?;
+    Ok(if ty == ColumnType::Float {
+        Parsed::F32(v as f32)
+    } else {
+        Parsed::F64(v)
+    })
+}
+
+/// A JSON number, written without an exponent, as a decimal of `precision` and `scale`.
+fn json_decimal(raw: &str, precision: u8, scale: i8) -> Result<Parsed, String> {
+    let kind = json_kind(raw);
+    if kind != "a number" {
+        return Err(format!("expected a JSON number, found {kind} `{raw}`"));
+    }
+    if raw.contains(['e', 'E']) {
+        return Err(format!(
+            "`{raw}`: exponent notation is not accepted for decimal({precision},{scale})"
+        ));
+    }
+    parse_decimal(raw, precision, scale).map(Parsed::Dec)
 }
 
 /// The keys and raw values of one JSON object, in order, duplicates kept (a map would keep

@@ -11,6 +11,7 @@ mod csv_source;
 mod discover;
 mod evolve;
 mod json_source;
+mod lanes;
 mod load;
 mod raw_fields;
 mod reload;

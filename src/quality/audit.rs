@@ -4,13 +4,12 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use datafusion::common::TableReference;
-use datafusion::prelude::{col, lit};
-use futures::StreamExt;
+use datafusion::prelude::{col, lit, SessionContext};
 
 use super::anomaly;
 use super::check_sql::{count_sql, rule_of, violations_sql, written_sql};
 use super::history::AuditHistory;
-use super::query::{scalar, scalar_rows};
+use super::query::{sample_rows, scalar, scalar_rows};
 use crate::catalog::PipelineCatalog;
 use crate::commit::summary::total_records;
 use crate::commit::StagedTable;
@@ -18,7 +17,6 @@ use crate::commit::WriteMode;
 use crate::engine::{new_session, query, register_table, table_provider, CountedTable, Entry};
 use crate::error::{Error, Result};
 use crate::lineage::PipelineLineage;
-use crate::output::batches_to_rows;
 use crate::records::QualityResult;
 use crate::spec::{quote_ident, Check, ExpectAction, Expectation, TableName};
 use crate::transform::range_predicate;
@@ -46,7 +44,7 @@ pub struct AuditContext<'a> {
 /// replace wrote, or the rows an append stamped with this run's id (`_run_id`, bronze).
 /// `None` when they cannot (overwrites, rewrites, a table this run created).
 async fn written_view(
-    session: &datafusion::prelude::SessionContext,
+    session: &SessionContext,
     staged: &StagedTable,
     run_id: &str,
 ) -> Result<Option<TableName>> {
@@ -93,7 +91,6 @@ pub async fn audit(
     staged: &[StagedTable],
     ctx: &AuditContext<'_>,
 ) -> Result<Vec<QualityResult>> {
-    let (catalog, started_micros) = (ctx.catalog, ctx.started_micros);
     let changed: HashMap<&TableName, &StagedTable> = staged.iter().map(|s| (&s.table, s)).collect();
     // `drop` expectations were applied while the table was written.
     let due: Vec<&Expectation> = expectations
@@ -103,188 +100,115 @@ pub async fn audit(
     if due.is_empty() {
         return Ok(Vec::new());
     }
-    let session = new_session();
-    let mut registered = HashSet::new();
+    let mut auditor = Auditor {
+        session: new_session(),
+        ctx,
+        changed,
+        registered: HashSet::new(),
+        written: HashMap::new(),
+    };
     let mut wanted: Vec<&TableName> = due.iter().map(|e| &e.table).collect();
     for e in &due {
         if let Check::Relationships { to_table, .. } = &e.check {
             wanted.push(to_table);
         }
     }
-    register(&session, &wanted, &changed, catalog, &mut registered).await?;
-    let mut written: HashMap<TableName, Option<TableName>> = HashMap::new();
+    auditor.register(&wanted).await?;
     let mut results = Vec::new();
     for e in due {
-        let failed = |message: String| Error::Pipeline {
-            file: e.origin.file.clone(),
-            message: format!(
-                "line {}: expectation `{}` on {}: {message}",
-                e.origin.line, e.name, e.table
-            ),
-            hint: None,
-        };
-        let mut measured = None;
-        // A row-level check the published rows passed under the same rule (the newest result
-        // says so) looks only at the rows this run wrote; `relationships` only while its
-        // target is not changed by this run too.
-        let rule = rule_of(e);
-        let target_changed = matches!(&e.check, Check::Relationships { to_table, .. } if changed.contains_key(to_table));
-        let scope = match &rule {
-            Some(rule)
-                if !target_changed
-                    && ctx
-                        .history
-                        .last_rule(&e.table.to_string(), &e.name, e.action)
-                        == Some(rule) =>
-            {
-                let staged = changed[&e.table];
-                if !written.contains_key(&e.table) {
-                    let view = written_view(&session, staged, ctx.run_id).await?;
-                    written.insert(e.table.clone(), view);
-                }
-                written[&e.table]
-                    .clone()
-                    .map(|view| (view, staged.added_rows))
+        results.push(auditor.evaluate(e).await?);
+    }
+    Ok(results)
+}
+
+/// What evaluating one expectation found: violations, detail and sample; or, for `volume`
+/// and `null_rate`, a judgement against the baseline (on the column, for a null rate) whose
+/// upstream causes are still to be named, and the value measured.
+enum Evaluated<'a> {
+    Done(u64, String, Vec<String>),
+    Anomaly {
+        judgement: anomaly::Judgement,
+        column: Option<&'a str>,
+        measured: f64,
+    },
+}
+
+/// The session of one audit and what is readable in it.
+struct Auditor<'a> {
+    session: SessionContext,
+    ctx: &'a AuditContext<'a>,
+    /// The tables this run staged, by name.
+    changed: HashMap<&'a TableName, &'a StagedTable>,
+    /// The tables registered in `session`.
+    registered: HashSet<TableName>,
+    /// Per staged table, the view of the rows this run wrote (`None`: they cannot be told
+    /// apart), registered at most once.
+    written: HashMap<TableName, Option<TableName>>,
+}
+
+/// The error of expectation `e` that could not be evaluated, naming its spec line.
+fn failure(e: &Expectation, message: String) -> Error {
+    Error::Pipeline {
+        file: e.origin.file.clone(),
+        message: format!(
+            "line {}: expectation `{}` on {}: {message}",
+            e.origin.line, e.name, e.table
+        ),
+        hint: None,
+    }
+}
+
+impl Auditor<'_> {
+    /// Makes `tables` readable in the session (staged versions for the tables this run
+    /// changed), each once.
+    async fn register(&mut self, tables: &[&TableName]) -> Result<()> {
+        let catalog = self.ctx.catalog;
+        for name in tables {
+            if !self.registered.insert((*name).clone()) {
+                continue;
             }
-            _ => None,
-        };
+            let table = match self.changed.get(name) {
+                Some(s) => s.reader(catalog.file_io())?,
+                None => catalog.load_existing(name).await?,
+            };
+            let rows = total_records(table.metadata().current_snapshot());
+            let provider = table_provider(table, None)
+                .await
+                .map_err(|e| Error::table(*name, "cannot read table for its expectations", e))?;
+            // Row counts let the join planner build on the smaller side (a `relationships` check
+            // of 20M rows against 400k keys builds on the keys).
+            register_table(
+                &self.session,
+                name,
+                std::sync::Arc::new(CountedTable::new(provider, rows)),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Evaluates `e` on its staged table (or only on the rows this run wrote, see
+    /// [`Auditor::scope`]) and returns its result.
+    async fn evaluate(&mut self, e: &Expectation) -> Result<QualityResult> {
+        let rule = rule_of(e);
+        let scope = self.scope(e, &rule).await?;
         let (listing_sql, counting_sql) = match &scope {
             Some((view, _)) => written_sql(e, view),
             None => (violations_sql(e), count_sql(e)),
         };
         let evaluated = match (&e.check, listing_sql) {
             (_, Some(sql)) => {
-                let df = query(&session, &sql, Entry::Expectation)
-                    .await
-                    .map_err(|r| failed(r.with_line()))?;
-                // The first rows of the query as it is: a LIMIT would change its plan (a
-                // hash join with a fetch builds on its left side, however large).
-                let sample_of = |df: datafusion::prelude::DataFrame| async move {
-                    let schema = df.schema().as_arrow().clone();
-                    let mut stream = df.execute_stream().await?;
-                    let (mut batches, mut seen) = (Vec::new(), 0);
-                    while seen < SAMPLE_ROWS {
-                        let Some(batch) = stream.next().await else {
-                            break;
-                        };
-                        let batch = batch?;
-                        seen += batch.num_rows();
-                        batches.push(batch);
-                    }
-                    drop(stream);
-                    let rows = batches_to_rows(&schema, &batches)?;
-                    Ok::<_, Error>(
-                        rows.rows
-                            .into_iter()
-                            .take(SAMPLE_ROWS)
-                            .map(|row| {
-                                rows.columns
-                                    .iter()
-                                    .zip(row)
-                                    .map(|(c, v)| {
-                                        format!("{c}={}", v.unwrap_or_else(|| "NULL".into()))
-                                    })
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            })
-                            .collect::<Vec<_>>(),
-                    )
-                };
-                let (count, sample) = match counting_sql {
-                    // One aggregate pass counts; the rows are listed only when there are some.
-                    Some(count_sql) => {
-                        let count = scalar(&session, &count_sql)
-                            .await
-                            .map_err(|x| failed(x.to_string()))?
-                            .and_then(|v| v.parse::<u64>().ok())
-                            .ok_or_else(|| failed("cannot count the violating rows".into()))?;
-                        let sample = if count > 0 {
-                            sample_of(df).await?
-                        } else {
-                            Vec::new()
-                        };
-                        (count, sample)
-                    }
-                    // The sample first: fewer rows than it asks for is the whole count.
-                    None => {
-                        let sample = sample_of(df.clone()).await?;
-                        let count = if sample.len() < SAMPLE_ROWS {
-                            sample.len() as u64
-                        } else {
-                            df.count().await.map_err(|x| failed(x.to_string()))? as u64
-                        };
-                        (count, sample)
-                    }
-                };
-                let plural = if count == 1 { "" } else { "s" };
-                let detail = match &scope {
-                    Some((_, rows)) => format!(
-                        "{count} violating row{plural} (checked the {rows} rows this run wrote)"
-                    ),
-                    None => format!("{count} violating row{plural}"),
-                };
-                Evaluated::Done(count, detail, sample)
+                let written_rows = scope.as_ref().map(|(_, rows)| *rows);
+                self.violations(e, &sql, counting_sql, written_rows).await?
             }
-            (Check::RowCount { min, max }, None) => {
-                // The staged snapshot's summary counts its rows.
-                let staged = changed[&e.table];
-                let rows = total_records(staged.metadata.snapshot_by_id(staged.snapshot_id));
-                let low = min.is_some_and(|m| rows < m);
-                let high = max.is_some_and(|m| rows > m);
-                let bounds = match (min, max) {
-                    (Some(a), Some(b)) => format!("{a}..{b}"),
-                    (Some(a), None) => format!("at least {a}"),
-                    (None, Some(b)) => format!("at most {b}"),
-                    (None, None) => "any".into(),
-                };
-                Evaluated::Done(
-                    u64::from(low || high),
-                    format!("{rows} rows, expected {bounds}"),
-                    Vec::new(),
-                )
-            }
+            (Check::RowCount { min, max }, None) => row_count(self.changed[&e.table], *min, *max),
             (
                 Check::Freshness {
                     column,
                     within_micros,
                 },
                 None,
-            ) => {
-                let newest = scalar(
-                    &session,
-                    &format!(
-                        "SELECT CAST(max({0}) AS BIGINT) FROM {1}",
-                        quote_ident(column),
-                        e.table.quoted()
-                    ),
-                )
-                .await
-                .map_err(|x| failed(x.to_string()))?;
-                let newest_micros = newest.as_deref().and_then(|v| v.parse::<i64>().ok());
-                let stale = newest_micros.is_none_or(|n| started_micros - n > *within_micros);
-                let age = newest_micros.map(|n| (started_micros - n) / 3_600_000_000);
-                Evaluated::Done(
-                    u64::from(stale),
-                    match age {
-                        Some(h) if h >= 48 => {
-                            format!("newest {column} is {} days before the run", h / 24)
-                        }
-                        Some(h) => format!("newest {column} is {h}h before the run"),
-                        None => format!("no {column} value at all"),
-                    },
-                    Vec::new(),
-                )
-            }
-            (Check::Volume { max_change, runs }, None) => {
-                // The staged snapshot's summary counts its rows.
-                let staged = changed[&e.table];
-                let rows = total_records(staged.metadata.snapshot_by_id(staged.snapshot_id)) as f64;
-                measured = Some(rows);
-                let history = ctx.history.baselines.last(&e.table, &e.name, *runs);
-                let j =
-                    anomaly::judge(rows, history, *max_change, true, |v| format!("{v:.0} rows"));
-                Evaluated::Anomaly(j, None)
-            }
+            ) => self.freshness(e, column, *within_micros).await?,
+            (Check::Volume { max_change, runs }, None) => self.volume(e, *max_change, *runs),
             (
                 Check::NullRate {
                     column,
@@ -292,59 +216,15 @@ pub async fn audit(
                     runs,
                 },
                 None,
-            ) => {
-                let row = scalar_rows(
-                    &session,
-                    &format!(
-                        "SELECT count(*) FILTER (WHERE {0} IS NULL), count(*) FROM {1}",
-                        quote_ident(column),
-                        e.table.quoted()
-                    ),
-                )
-                .await
-                .map_err(|x| failed(x.to_string()))?;
-                let number = |i: usize| -> Result<f64> {
-                    row.first()
-                        .and_then(|r| r.get(i).cloned().flatten())
-                        .and_then(|v| v.parse().ok())
-                        .ok_or_else(|| failed(format!("cannot count its NULLs (got {row:?})")))
-                };
-                let (nulls, rows) = (number(0)?, number(1)?);
-                let rate = if rows > 0.0 { nulls / rows } else { 0.0 };
-                measured = Some(rate);
-                let history = ctx.history.baselines.last(&e.table, &e.name, *runs);
-                let j = anomaly::judge(rate, history, *max_change, false, |v| {
-                    format!("{:.1}% NULL", v * 100.0)
-                });
-                Evaluated::Anomaly(j, Some(column.as_str()))
-            }
+            ) => self.null_rate(e, column, *max_change, *runs).await?,
             _ => unreachable!("every check has a SQL form or a whole-table form"),
         };
-        let (violations, detail, sample) = match evaluated {
-            Evaluated::Done(violations, detail, sample) => (violations, detail, sample),
-            Evaluated::Anomaly(j, column) => {
-                let causes = if j.anomalous {
-                    // The other tables this run changed name the causes.
-                    let all: Vec<&TableName> = changed.keys().copied().collect();
-                    register(&session, &all, &changed, catalog, &mut registered).await?;
-                    anomaly::upstream_causes(
-                        &session,
-                        &e.table,
-                        column,
-                        ctx.lineage,
-                        &changed,
-                        ctx.bronze,
-                        ctx.run_id,
-                    )
-                    .await?
-                } else {
-                    Vec::new()
-                };
-                let violations = u64::from(j.anomalous);
-                (violations, with_causes(j.detail, &causes), Vec::new())
-            }
+        let measured = match &evaluated {
+            Evaluated::Done(..) => None,
+            Evaluated::Anomaly { measured, .. } => Some(*measured),
         };
-        results.push(QualityResult {
+        let (violations, detail, sample) = self.settle(e, evaluated).await?;
+        Ok(QualityResult {
             name: e.name.clone(),
             table: e.table.to_string(),
             check: e.check.kind().into(),
@@ -356,49 +236,235 @@ pub async fn audit(
             measured,
             rule,
             scope: scope.map(|_| "written".to_string()),
-        });
+        })
     }
-    Ok(results)
-}
 
-/// What evaluating one expectation found: violations, detail and sample; or, for `volume`
-/// and `null_rate`, a judgement against the baseline (on the column, for a null rate) whose
-/// upstream causes are still to be named.
-enum Evaluated<'a> {
-    Done(u64, String, Vec<String>),
-    Anomaly(anomaly::Judgement, Option<&'a str>),
-}
+    /// The view of the rows this run wrote to the table of `e`, and their count, when `e`
+    /// may look at those only; `None`: it checks the whole table.
+    async fn scope(
+        &mut self,
+        e: &Expectation,
+        rule: &Option<String>,
+    ) -> Result<Option<(TableName, u64)>> {
+        // A row-level check the published rows passed under the same rule (the newest result
+        // says so) looks only at the rows this run wrote; `relationships` only while its
+        // target is not changed by this run too.
+        let target_changed = matches!(&e.check, Check::Relationships { to_table, .. } if self.changed.contains_key(to_table));
+        Ok(match rule {
+            Some(rule)
+                if !target_changed
+                    && self
+                        .ctx
+                        .history
+                        .last_rule(&e.table.to_string(), &e.name, e.action)
+                        == Some(rule) =>
+            {
+                let staged = self.changed[&e.table];
+                if !self.written.contains_key(&e.table) {
+                    let view = written_view(&self.session, staged, self.ctx.run_id).await?;
+                    self.written.insert(e.table.clone(), view);
+                }
+                self.written[&e.table]
+                    .clone()
+                    .map(|view| (view, staged.added_rows))
+            }
+            _ => None,
+        })
+    }
 
-/// Makes `tables` readable in `session` (staged versions for the tables this run changed),
-/// each once.
-async fn register(
-    session: &datafusion::prelude::SessionContext,
-    tables: &[&TableName],
-    changed: &HashMap<&TableName, &StagedTable>,
-    catalog: &PipelineCatalog,
-    registered: &mut HashSet<TableName>,
-) -> Result<()> {
-    for name in tables {
-        if !registered.insert((*name).clone()) {
-            continue;
-        }
-        let table = match changed.get(name) {
-            Some(s) => s.reader(catalog.file_io())?,
-            None => catalog.load_existing(name).await?,
-        };
-        let rows = total_records(table.metadata().current_snapshot());
-        let provider = table_provider(table, None)
+    /// A check with a SQL form: the rows `sql` lists, counted (by `count_sql` when there is
+    /// one) and the first of them sampled. `written_rows`: the check looked only at the rows
+    /// this run wrote, this many.
+    async fn violations(
+        &self,
+        e: &Expectation,
+        sql: &str,
+        count_sql: Option<String>,
+        written_rows: Option<u64>,
+    ) -> Result<Evaluated<'static>> {
+        let session = &self.session;
+        let df = query(session, sql, Entry::Expectation)
             .await
-            .map_err(|e| Error::table(*name, "cannot read table for its expectations", e))?;
-        // Row counts let the join planner build on the smaller side (a `relationships` check
-        // of 20M rows against 400k keys builds on the keys).
-        register_table(
-            session,
-            name,
-            std::sync::Arc::new(CountedTable::new(provider, rows)),
-        )?;
+            .map_err(|r| failure(e, r.with_line()))?;
+        let (count, sample) = match count_sql {
+            // One aggregate pass counts; the rows are listed only when there are some.
+            Some(count_sql) => {
+                let count = scalar(session, &count_sql)
+                    .await
+                    .map_err(|x| failure(e, x.to_string()))?
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .ok_or_else(|| failure(e, "cannot count the violating rows".into()))?;
+                let sample = if count > 0 {
+                    sample_rows(df, SAMPLE_ROWS).await?
+                } else {
+                    Vec::new()
+                };
+                (count, sample)
+            }
+            // The sample first: fewer rows than it asks for is the whole count.
+            None => {
+                let sample = sample_rows(df.clone(), SAMPLE_ROWS).await?;
+                let count = if sample.len() < SAMPLE_ROWS {
+                    sample.len() as u64
+                } else {
+                    df.count().await.map_err(|x| failure(e, x.to_string()))? as u64
+                };
+                (count, sample)
+            }
+        };
+        let plural = if count == 1 { "" } else { "s" };
+        let detail = match written_rows {
+            Some(rows) => {
+                format!("{count} violating row{plural} (checked the {rows} rows this run wrote)")
+            }
+            None => format!("{count} violating row{plural}"),
+        };
+        Ok(Evaluated::Done(count, detail, sample))
     }
-    Ok(())
+
+    /// `freshness`: whether the newest `column` value of the table of `e` is more than
+    /// `within_micros` before the run start.
+    async fn freshness(
+        &self,
+        e: &Expectation,
+        column: &str,
+        within_micros: i64,
+    ) -> Result<Evaluated<'static>> {
+        let started_micros = self.ctx.started_micros;
+        let newest = scalar(
+            &self.session,
+            &format!(
+                "SELECT CAST(max({0}) AS BIGINT) FROM {1}",
+                quote_ident(column),
+                e.table.quoted()
+            ),
+        )
+        .await
+        .map_err(|x| failure(e, x.to_string()))?;
+        let newest_micros = newest.as_deref().and_then(|v| v.parse::<i64>().ok());
+        let stale = newest_micros.is_none_or(|n| started_micros - n > within_micros);
+        let age = newest_micros.map(|n| (started_micros - n) / 3_600_000_000);
+        Ok(Evaluated::Done(
+            u64::from(stale),
+            match age {
+                Some(h) if h >= 48 => {
+                    format!("newest {column} is {} days before the run", h / 24)
+                }
+                Some(h) => format!("newest {column} is {h}h before the run"),
+                None => format!("no {column} value at all"),
+            },
+            Vec::new(),
+        ))
+    }
+
+    /// `volume`: the staged row count of the table of `e` judged against its last `runs`
+    /// measurements.
+    fn volume(&self, e: &Expectation, max_change: f64, runs: usize) -> Evaluated<'static> {
+        // The staged snapshot's summary counts its rows.
+        let staged = self.changed[&e.table];
+        let rows = total_records(staged.metadata.snapshot_by_id(staged.snapshot_id)) as f64;
+        let history = self.ctx.history.baselines.last(&e.table, &e.name, runs);
+        let judgement = anomaly::judge(rows, history, max_change, true, |v| format!("{v:.0} rows"));
+        Evaluated::Anomaly {
+            judgement,
+            column: None,
+            measured: rows,
+        }
+    }
+
+    /// `null_rate`: the share of NULLs in `column` of the table of `e`, judged against its
+    /// last `runs` measurements.
+    async fn null_rate<'c>(
+        &self,
+        e: &Expectation,
+        column: &'c str,
+        max_change: f64,
+        runs: usize,
+    ) -> Result<Evaluated<'c>> {
+        let row = scalar_rows(
+            &self.session,
+            &format!(
+                "SELECT count(*) FILTER (WHERE {0} IS NULL), count(*) FROM {1}",
+                quote_ident(column),
+                e.table.quoted()
+            ),
+        )
+        .await
+        .map_err(|x| failure(e, x.to_string()))?;
+        let number = |i: usize| -> Result<f64> {
+            row.first()
+                .and_then(|r| r.get(i).cloned().flatten())
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| failure(e, format!("cannot count its NULLs (got {row:?})")))
+        };
+        let (nulls, rows) = (number(0)?, number(1)?);
+        let rate = if rows > 0.0 { nulls / rows } else { 0.0 };
+        let history = self.ctx.history.baselines.last(&e.table, &e.name, runs);
+        let judgement = anomaly::judge(rate, history, max_change, false, |v| {
+            format!("{:.1}% NULL", v * 100.0)
+        });
+        Ok(Evaluated::Anomaly {
+            judgement,
+            column: Some(column),
+            measured: rate,
+        })
+    }
+
+    /// The violations, detail and sample of what evaluating `e` found: an anomalous
+    /// judgement names its upstream causes in the detail.
+    async fn settle(
+        &mut self,
+        e: &Expectation,
+        evaluated: Evaluated<'_>,
+    ) -> Result<(u64, String, Vec<String>)> {
+        Ok(match evaluated {
+            Evaluated::Done(violations, detail, sample) => (violations, detail, sample),
+            Evaluated::Anomaly {
+                judgement: j,
+                column,
+                ..
+            } => {
+                let causes = if j.anomalous {
+                    // The other tables this run changed name the causes.
+                    let all: Vec<&TableName> = self.changed.keys().copied().collect();
+                    self.register(&all).await?;
+                    anomaly::upstream_causes(
+                        &self.session,
+                        &e.table,
+                        column,
+                        self.ctx.lineage,
+                        &self.changed,
+                        self.ctx.bronze,
+                        self.ctx.run_id,
+                    )
+                    .await?
+                } else {
+                    Vec::new()
+                };
+                let violations = u64::from(j.anomalous);
+                (violations, with_causes(j.detail, &causes), Vec::new())
+            }
+        })
+    }
+}
+
+/// `row_count`: the rows of the staged snapshot of `staged` against `min` and `max`.
+fn row_count(staged: &StagedTable, min: Option<u64>, max: Option<u64>) -> Evaluated<'static> {
+    // The staged snapshot's summary counts its rows.
+    let rows = total_records(staged.metadata.snapshot_by_id(staged.snapshot_id));
+    let low = min.is_some_and(|m| rows < m);
+    let high = max.is_some_and(|m| rows > m);
+    let bounds = match (min, max) {
+        (Some(a), Some(b)) => format!("{a}..{b}"),
+        (Some(a), None) => format!("at least {a}"),
+        (None, Some(b)) => format!("at most {b}"),
+        (None, None) => "any".into(),
+    };
+    Evaluated::Done(
+        u64::from(low || high),
+        format!("{rows} rows, expected {bounds}"),
+        Vec::new(),
+    )
 }
 
 /// `detail`, then each upstream cause on its own line.

@@ -1,6 +1,7 @@
 //! Small queries of the audits: one value, or a few rows, every value as its display string.
 
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{DataFrame, SessionContext};
+use futures::StreamExt;
 
 use crate::engine::{query, Entry};
 use crate::error::Error;
@@ -30,4 +31,39 @@ pub(super) async fn scalar_rows(
     let schema = df.schema().as_arrow().clone();
     let batches = df.collect().await?;
     Ok(batches_to_rows(&schema, &batches)?.rows)
+}
+
+/// The first `limit` rows of `df`, each as `column=value, ...` (NULL for a null). They are
+/// the first rows of the query as it is: a LIMIT would change its plan (a hash join with a
+/// fetch builds on its left side, however large).
+pub(super) async fn sample_rows(
+    df: DataFrame,
+    limit: usize,
+) -> std::result::Result<Vec<String>, Error> {
+    let schema = df.schema().as_arrow().clone();
+    let mut stream = df.execute_stream().await?;
+    let (mut batches, mut seen) = (Vec::new(), 0);
+    while seen < limit {
+        let Some(batch) = stream.next().await else {
+            break;
+        };
+        let batch = batch?;
+        seen += batch.num_rows();
+        batches.push(batch);
+    }
+    drop(stream);
+    let rows = batches_to_rows(&schema, &batches)?;
+    Ok(rows
+        .rows
+        .into_iter()
+        .take(limit)
+        .map(|row| {
+            rows.columns
+                .iter()
+                .zip(row)
+                .map(|(c, v)| format!("{c}={}", v.unwrap_or_else(|| "NULL".into())))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .collect())
 }

@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
+use iceberg::spec::DataFile;
 
 use super::drop;
 use super::logical::{logical_plan, output_columns};
@@ -14,11 +16,11 @@ use super::parse::ParsedTransform;
 use super::range_filter::range_predicate;
 use super::write_out::{write_result, Targets};
 use crate::commit::{
-    prepare_target, prepare_target_from, stage_snapshot, Evolution, JobContext, JobKind,
-    PartitionRange, StagedTable, WriteMode,
+    prepare_target, prepare_target_from, stage_snapshot, DesiredColumn, Evolution, JobContext,
+    JobKind, PartitionRange, StagedTable, TableTarget, WriteMode,
 };
 use crate::error::{Error, Result};
-use crate::lineage::{query_lineage, record, recorded_on, renames, LINEAGE_KEY};
+use crate::lineage::{query_lineage, record, recorded_on, renames, Recorded, LINEAGE_KEY};
 use crate::spec::TransformJob;
 
 /// What a run knows about a transform beyond its spec.
@@ -63,34 +65,12 @@ pub async fn run_transform(
     let mut plan = logical_plan(session, job, parsed).await?;
     let columns = output_columns(job, &plan)?;
     let lineage = record(&query_lineage(&plan));
-    // A column whose derivation the table recorded under another name is renamed in place.
-    let existing = ctx.catalog.load(&job.table).await?;
-    let renamed = existing
-        .as_ref()
-        .map(|t| renames(&recorded_on(t.metadata()), &lineage, &facts.renames))
-        .unwrap_or_default();
-    let target = prepare_target_from(
-        &ctx.catalog,
-        &job.table,
-        existing,
-        &columns,
-        &job.partition_by,
-        HashMap::new(),
-        &Evolution::Rewrite { renamed },
-    )
-    .await?;
+    let target = rewrite_target(ctx, job, &columns, &lineage, facts).await?;
     let mode = match range {
         None => WriteMode::Overwrite,
         Some(_) if target.reshaped => return Ok(TransformOutcome::NeedsFullRefresh),
         Some(range) => {
-            let source = job
-                .time_partition()
-                .map(|p| p.source.clone())
-                .ok_or_else(|| Error::table_msg(&job.table, "has no time partition"))?;
-            let predicate = range_predicate(plan.schema(), &source, &range.spans())?;
-            plan = datafusion::logical_expr::LogicalPlanBuilder::from(plan)
-                .filter(predicate)?
-                .build()?;
+            plan = filter_to_range(job, plan, range)?;
             WriteMode::Replace(range.clone())
         }
     };
@@ -98,18 +78,7 @@ pub async fn run_transform(
     // `drop` expectations: tagged rows go to the quarantine table, written like the table.
     let mut quarantine = None;
     if !job.drops.is_empty() {
-        let q_table = job.table.quarantine();
-        let q_target = prepare_target(
-            &ctx.catalog,
-            &q_table,
-            &drop::quarantine_columns(&columns),
-            &job.partition_by,
-            HashMap::new(),
-            &Evolution::Rewrite {
-                renamed: BTreeMap::new(),
-            },
-        )
-        .await?;
+        let q_target = quarantine_target(ctx, job, &columns).await?;
         if range.is_some() && q_target.reshaped {
             return Ok(TransformOutcome::NeedsFullRefresh);
         }
@@ -144,17 +113,8 @@ pub async fn run_transform(
         None => None,
         Some(q_target) => {
             let q_files = written.quarantine_files;
-            let mut q_props = props.clone();
-            q_props.remove(LINEAGE_KEY);
             Some(Box::new(
-                stage_snapshot(
-                    q_target,
-                    q_files,
-                    ctx.catalog.file_io(),
-                    q_props,
-                    mode.clone(),
-                )
-                .await?,
+                stage_quarantine(ctx, q_target, q_files, &props, mode.clone()).await?,
             ))
         }
     };
@@ -164,4 +124,83 @@ pub async fn run_transform(
         quarantine,
         dropped,
     })
+}
+
+/// The table of `job` prepared for a rewrite with `columns`. A column whose derivation (per
+/// `lineage`) the table recorded under another name keeps its field id under its new name.
+async fn rewrite_target(
+    ctx: &JobContext,
+    job: &TransformJob,
+    columns: &[DesiredColumn],
+    lineage: &BTreeMap<String, Recorded>,
+    facts: &TransformFacts,
+) -> Result<TableTarget> {
+    // A column whose derivation the table recorded under another name is renamed in place.
+    let existing = ctx.catalog.load(&job.table).await?;
+    let renamed = existing
+        .as_ref()
+        .map(|t| renames(&recorded_on(t.metadata()), lineage, &facts.renames))
+        .unwrap_or_default();
+    prepare_target_from(
+        &ctx.catalog,
+        &job.table,
+        existing,
+        columns,
+        &job.partition_by,
+        HashMap::new(),
+        &Evolution::Rewrite { renamed },
+    )
+    .await
+}
+
+/// `plan` filtered to the partitions of `range` (on the source column of the job's time
+/// partition), so the replace can touch no other partition.
+fn filter_to_range(
+    job: &TransformJob,
+    plan: LogicalPlan,
+    range: &PartitionRange,
+) -> Result<LogicalPlan> {
+    let source = job
+        .time_partition()
+        .map(|p| p.source.clone())
+        .ok_or_else(|| Error::table_msg(&job.table, "has no time partition"))?;
+    let predicate = range_predicate(plan.schema(), &source, &range.spans())?;
+    Ok(datafusion::logical_expr::LogicalPlanBuilder::from(plan)
+        .filter(predicate)?
+        .build()?)
+}
+
+/// The quarantine table of `job` (the rows its `drop` expectations remove), prepared for a
+/// rewrite with the quarantine columns of `columns`.
+async fn quarantine_target(
+    ctx: &JobContext,
+    job: &TransformJob,
+    columns: &[DesiredColumn],
+) -> Result<TableTarget> {
+    let q_table = job.table.quarantine();
+    prepare_target(
+        &ctx.catalog,
+        &q_table,
+        &drop::quarantine_columns(columns),
+        &job.partition_by,
+        HashMap::new(),
+        &Evolution::Rewrite {
+            renamed: BTreeMap::new(),
+        },
+    )
+    .await
+}
+
+/// The staged snapshot of the quarantine table: `props` without the column lineage (the
+/// quarantine table's columns are not the query's).
+async fn stage_quarantine(
+    ctx: &JobContext,
+    q_target: TableTarget,
+    q_files: Vec<DataFile>,
+    props: &HashMap<String, String>,
+    mode: WriteMode,
+) -> Result<StagedTable> {
+    let mut q_props = props.clone();
+    q_props.remove(LINEAGE_KEY);
+    stage_snapshot(q_target, q_files, ctx.catalog.file_io(), q_props, mode).await
 }

@@ -67,18 +67,7 @@ pub async fn write_result(
     targets: Targets<'_>,
     progress: Arc<AtomicU64>,
 ) -> Result<Written> {
-    let destination = Destination {
-        table: job.table.to_string(),
-        layout: FileLayout::of(&targets.table.metadata)?,
-        quarantine: match targets.quarantine {
-            Some(q) => Some((
-                job.table.quarantine().to_string(),
-                FileLayout::of(&q.metadata)?,
-            )),
-            None => None,
-        },
-        target_file_size: job.target_file_size,
-    };
+    let destination = destination_of(job, &targets)?;
     let keys = parallel_keys(&targets, input_rows);
     if targets.on_cluster {
         let write = ClusterWrite {
@@ -96,6 +85,35 @@ pub async fn write_result(
     }
     let n = session.state().config().target_partitions();
     let parallel = keys.filter(|_| n >= 2);
+    let streams = result_streams(session, job, plan, parallel, n).await?;
+    drain_all(streams, destination, job, &targets, progress).await
+}
+
+/// The data files `job` writes: its table's (and its quarantine table's) file layouts.
+fn destination_of(job: &TransformJob, targets: &Targets<'_>) -> Result<Destination> {
+    Ok(Destination {
+        table: job.table.to_string(),
+        layout: FileLayout::of(&targets.table.metadata)?,
+        quarantine: match targets.quarantine {
+            Some(q) => Some((
+                job.table.quarantine().to_string(),
+                FileLayout::of(&q.metadata)?,
+            )),
+            None => None,
+        },
+        target_file_size: job.target_file_size,
+    })
+}
+
+/// Plans and starts `plan` here: one stream of its rows, or with `parallel` keys, `n` streams
+/// the rows are dealt to by their table partition.
+async fn result_streams(
+    session: &SessionContext,
+    job: &TransformJob,
+    plan: LogicalPlan,
+    parallel: Option<Vec<Expr>>,
+    n: usize,
+) -> Result<Vec<SendableRecordBatchStream>> {
     let df = session.execute_logical_plan(plan).await?;
     let schema = df.schema().clone();
     let task_ctx = Arc::new(df.task_ctx());
@@ -122,6 +140,18 @@ pub async fn write_result(
         None => execute_stream(physical, task_ctx).map(|s| vec![s]),
     }
     .map_err(|e| exec_error(&job.sql_file, e))?;
+    Ok(streams)
+}
+
+/// Drains every stream into `destination` on a writer task of its own (writer `i` names its
+/// files `<prefix>-<i>`); returns all they wrote, or the first failure.
+async fn drain_all(
+    streams: Vec<SendableRecordBatchStream>,
+    destination: Destination,
+    job: &TransformJob,
+    targets: &Targets<'_>,
+    progress: Arc<AtomicU64>,
+) -> Result<Written> {
     let destination = Arc::new(destination);
     let mut tasks = JoinSet::new();
     for (i, stream) in streams.into_iter().enumerate() {

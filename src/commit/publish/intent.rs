@@ -12,7 +12,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, RecordBatch, StringArray};
 use futures::TryStreamExt;
 use iceberg::io::FileIO;
-use iceberg::spec::TableMetadata;
+use iceberg::spec::{DataFile, TableMetadata};
 use iceberg::MetadataLocation;
 use serde::{Deserialize, Serialize};
 
@@ -85,54 +85,10 @@ pub(super) async fn stage_control(
         metadata: current.metadata.clone(),
         reshaped: false,
     };
-    let mut files = Vec::new();
-    let mut mode = WriteMode::Append;
-    if let Some(record) = record {
-        let mut writer = TableWriter::new(
-            &name.to_string(),
-            &current.metadata,
-            remote.file_io.clone(),
-            64 * 1024 * 1024,
-            &format!("run-{}", record.run_id),
-        )
-        .await?;
-        let json = serde_json::to_string(record)
-            .map_err(|e| Error::Internal(format!("cannot encode the run record: {e}")))?;
-        let column = |v: &str| Arc::new(StringArray::from(vec![v.to_string()])) as ArrayRef;
-        let batch = RecordBatch::try_new(
-            writer.schema().clone(),
-            vec![
-                column(&record.run_id),
-                column(&record.pipeline),
-                column(record.kind.name()),
-                column(&record.started_at),
-                column(&record.finished_at),
-                column(&json),
-            ],
-        )?;
-        writer.write(batch).await?;
-        // One small file per run would pile up: past a few dozen, all records are rewritten
-        // into one file with the new one.
-        let live_files = summary::total(
-            current.metadata.current_snapshot(),
-            summary::TOTAL_DATA_FILES,
-        );
-        if live_files >= CONTROL_FILES_MAX {
-            let table = iceberg::table::Table::builder()
-                .metadata(Arc::new(current.metadata.clone()))
-                .identifier(name.ident())
-                .file_io(remote.file_io.clone())
-                .runtime(iceberg::Runtime::try_current()?)
-                .readonly(true)
-                .build()?;
-            let mut rows = table.scan().build()?.to_arrow().await?;
-            while let Some(batch) = rows.try_next().await? {
-                writer.write(batch).await?;
-            }
-            mode = WriteMode::Overwrite;
-        }
-        files = writer.close().await?;
-    }
+    let (files, mode) = match record {
+        Some(record) => record_files(remote, current, record).await?,
+        None => (Vec::new(), WriteMode::Append),
+    };
     let properties = HashMap::from([(
         summary::CONTROL.to_string(),
         match (intent, record) {
@@ -159,6 +115,61 @@ pub(super) async fn stage_control(
         None => builder,
     };
     Ok(builder.build()?.metadata)
+}
+
+/// The data files of the control table's next version: `record` as a new row, appended; past
+/// `CONTROL_FILES_MAX` files, every record in one file, overwriting the others.
+async fn record_files(
+    remote: &RemoteCatalog,
+    current: &Current,
+    record: &RunRecord,
+) -> Result<(Vec<DataFile>, WriteMode)> {
+    let name = control_name();
+    let mut mode = WriteMode::Append;
+    let mut writer = TableWriter::new(
+        &name.to_string(),
+        &current.metadata,
+        remote.file_io.clone(),
+        64 * 1024 * 1024,
+        &format!("run-{}", record.run_id),
+    )
+    .await?;
+    let json = serde_json::to_string(record)
+        .map_err(|e| Error::Internal(format!("cannot encode the run record: {e}")))?;
+    let column = |v: &str| Arc::new(StringArray::from(vec![v.to_string()])) as ArrayRef;
+    let batch = RecordBatch::try_new(
+        writer.schema().clone(),
+        vec![
+            column(&record.run_id),
+            column(&record.pipeline),
+            column(record.kind.name()),
+            column(&record.started_at),
+            column(&record.finished_at),
+            column(&json),
+        ],
+    )?;
+    writer.write(batch).await?;
+    // One small file per run would pile up: past a few dozen, all records are rewritten
+    // into one file with the new one.
+    let live_files = summary::total(
+        current.metadata.current_snapshot(),
+        summary::TOTAL_DATA_FILES,
+    );
+    if live_files >= CONTROL_FILES_MAX {
+        let table = iceberg::table::Table::builder()
+            .metadata(Arc::new(current.metadata.clone()))
+            .identifier(name.ident())
+            .file_io(remote.file_io.clone())
+            .runtime(iceberg::Runtime::try_current()?)
+            .readonly(true)
+            .build()?;
+        let mut rows = table.scan().build()?.to_arrow().await?;
+        while let Some(batch) = rows.try_next().await? {
+            writer.write(batch).await?;
+        }
+        mode = WriteMode::Overwrite;
+    }
+    Ok((writer.close().await?, mode))
 }
 
 /// Moves the control table one version on (see `stage_control`). `Swap::Conflict` when

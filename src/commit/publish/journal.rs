@@ -22,6 +22,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use iceberg::spec::TableMetadata;
 
 use super::intent::{
     commit_control, finish, intent_of, is_pending, write_next, Intent, IntentEntry,
@@ -50,28 +51,9 @@ impl Publisher for JournaledPublisher {
             return Ok(PublishOutcome::Published(Vec::new()));
         }
         // 1. New metadata files (invisible until a pointer moves to them).
-        let mut entries = Vec::with_capacity(publication.changes.len());
-        let mut news = Vec::with_capacity(publication.changes.len());
-        for change in &publication.changes {
-            let (base_location, base, new) = versions_of(remote, change).await?;
-            let file = write_next(&remote.file_io, &base_location, &new).await?;
-            entries.push(IntentEntry {
-                table: change.table.to_string(),
-                from_location: base_location,
-                from_snapshot: base.current_snapshot_id(),
-                to_snapshot: new.current_snapshot_id(),
-                metadata_file: file,
-            });
-            news.push((base, new));
-        }
+        let (entries, news) = write_metadata_files(remote, publication).await?;
         // 2. Every table must still be where the run found it.
-        let mut conflicts = Vec::new();
-        for (index, change) in publication.changes.iter().enumerate() {
-            let current = remote.current(&change.table).await?;
-            if current.map(|c| c.location) != change.expected_location {
-                conflicts.push(index);
-            }
-        }
+        let conflicts = moved_since_staged(remote, publication).await?;
         if !conflicts.is_empty() {
             return Ok(PublishOutcome::Conflicts(conflicts));
         }
@@ -99,20 +81,7 @@ impl Publisher for JournaledPublisher {
                     moved.push(now.map(|c| c.location).unwrap_or_default());
                 }
                 Swap::Conflict => {
-                    if !is_pending(remote, &intent).await? {
-                        // Another command resolved this publish meanwhile (a recovery that
-                        // found it pending): its outcome is ours.
-                        return outcome_of(remote, &intent, publication, index).await;
-                    }
-                    // Another writer got in between the check and the move: resolve our
-                    // publish (forward if the table is at our target after all, else back) and
-                    // report what it became.
-                    tracing::warn!(table = %table, "table moved during publish; resolving");
-                    let recovery = resolve(remote, &intent).await?;
-                    if recovery.completed {
-                        return outcome_of(remote, &intent, publication, index).await;
-                    }
-                    return Ok(PublishOutcome::Conflicts(vec![index]));
+                    return resolve_conflict(remote, &intent, publication, index).await;
                 }
             }
             pause_point("publishing");
@@ -123,6 +92,69 @@ impl Publisher for JournaledPublisher {
         }
         Ok(PublishOutcome::Published(moved))
     }
+}
+
+/// Writes the new metadata file of every change (the version after its base); returns the
+/// intent's entries and, per change, its base and new metadata, in order.
+async fn write_metadata_files(
+    remote: &RemoteCatalog,
+    publication: &Publication,
+) -> Result<(Vec<IntentEntry>, Vec<(TableMetadata, TableMetadata)>)> {
+    let mut entries = Vec::with_capacity(publication.changes.len());
+    let mut news = Vec::with_capacity(publication.changes.len());
+    for change in &publication.changes {
+        let (base_location, base, new) = versions_of(remote, change).await?;
+        let file = write_next(&remote.file_io, &base_location, &new).await?;
+        entries.push(IntentEntry {
+            table: change.table.to_string(),
+            from_location: base_location,
+            from_snapshot: base.current_snapshot_id(),
+            to_snapshot: new.current_snapshot_id(),
+            metadata_file: file,
+        });
+        news.push((base, new));
+    }
+    Ok((entries, news))
+}
+
+/// The indexes of the changes whose table is no longer at the location the run staged it on.
+async fn moved_since_staged(
+    remote: &RemoteCatalog,
+    publication: &Publication,
+) -> Result<Vec<usize>> {
+    let mut conflicts = Vec::new();
+    for (index, change) in publication.changes.iter().enumerate() {
+        let current = remote.current(&change.table).await?;
+        if current.map(|c| c.location) != change.expected_location {
+            conflicts.push(index);
+        }
+    }
+    Ok(conflicts)
+}
+
+/// The outcome of the publish of `intent` when the move of change `index` found its table
+/// moved: whatever another command resolved it to, or what resolving it here made of it.
+async fn resolve_conflict(
+    remote: &RemoteCatalog,
+    intent: &Intent,
+    publication: &Publication,
+    index: usize,
+) -> Result<PublishOutcome> {
+    if !is_pending(remote, intent).await? {
+        // Another command resolved this publish meanwhile (a recovery that
+        // found it pending): its outcome is ours.
+        return outcome_of(remote, intent, publication, index).await;
+    }
+    // Another writer got in between the check and the move: resolve our
+    // publish (forward if the table is at our target after all, else back) and
+    // report what it became.
+    let table = &publication.changes[index].table;
+    tracing::warn!(table = %table, "table moved during publish; resolving");
+    let recovery = resolve(remote, intent).await?;
+    if recovery.completed {
+        return outcome_of(remote, intent, publication, index).await;
+    }
+    Ok(PublishOutcome::Conflicts(vec![index]))
 }
 
 /// Sets `intent` on the control table, first resolving another command's pending one.

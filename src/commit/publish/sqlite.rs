@@ -9,9 +9,9 @@ use std::str::FromStr;
 use async_trait::async_trait;
 use iceberg::io::FileIO;
 use iceberg::MetadataLocation;
-use sqlx::Connection;
+use sqlx::{Connection, SqliteConnection};
 
-use super::publication::{Publication, PublishOutcome, Publisher};
+use super::publication::{Publication, PublishOutcome, Publisher, TableChange};
 use crate::catalog::sqlite_connection;
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
@@ -29,6 +29,37 @@ pub struct SqlitePublisher {
 impl Publisher for SqlitePublisher {
     async fn try_publish(&self, publication: &Publication) -> Result<PublishOutcome> {
         // 1. Write every new metadata file. Until the pointers move, nobody reads them.
+        let planned = self.write_metadata_files(publication).await?;
+
+        // 2. Move every pointer in one transaction.
+        let mut conn = sqlite_connection(&self.database).await?;
+        let mut tx = conn.begin().await?;
+        let mut conflicts = Vec::new();
+        for (index, (change, new_location)) in publication.changes.iter().zip(&planned).enumerate()
+        {
+            let moved = self.move_pointer(&mut tx, change, new_location).await?;
+            if moved != 1 {
+                conflicts.push(index);
+                continue;
+            }
+            pause_point("publishing");
+        }
+        if !conflicts.is_empty() {
+            tx.rollback().await?;
+            return Ok(PublishOutcome::Conflicts(conflicts));
+        }
+        if let Some(record) = &publication.record {
+            insert_run_record(&mut tx, &self.name, record).await?;
+        }
+        tx.commit().await?;
+        Ok(PublishOutcome::Published(planned))
+    }
+}
+
+impl SqlitePublisher {
+    /// Writes the new metadata file of every change (the version after the one it was staged
+    /// on); returns their locations, in order (empty for a table dropped).
+    async fn write_metadata_files(&self, publication: &Publication) -> Result<Vec<String>> {
         let mut planned = Vec::with_capacity(publication.changes.len());
         for change in &publication.changes {
             let Some(metadata) = &change.metadata else {
@@ -47,68 +78,59 @@ impl Publisher for SqlitePublisher {
                 .map_err(|e| Error::table(&change.table, "cannot write table metadata", e))?;
             planned.push(location.to_string());
         }
+        Ok(planned)
+    }
 
-        // 2. Move every pointer in one transaction.
-        let mut conn = sqlite_connection(&self.database).await?;
-        let mut tx = conn.begin().await?;
-        let mut conflicts = Vec::new();
-        for (index, (change, new_location)) in publication.changes.iter().zip(&planned).enumerate()
-        {
-            let ns = &change.table.namespace;
-            let name = &change.table.name;
-            let moved = match (&change.expected_location, &change.metadata) {
-                (Some(expected), None) => sqlx::query(
-                    "DELETE FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? \
-                     AND table_name = ? AND metadata_location = ?",
-                )
-                .bind(&self.name)
-                .bind(ns)
-                .bind(name)
-                .bind(expected)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected(),
-                (Some(expected), Some(_)) => sqlx::query(
-                    "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? \
-                     WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? \
-                     AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL) AND metadata_location = ?",
-                )
-                .bind(new_location)
-                .bind(expected)
-                .bind(&self.name)
-                .bind(ns)
-                .bind(name)
-                .bind(expected)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected(),
-                (None, _) => sqlx::query(
-                    "INSERT OR IGNORE INTO iceberg_tables \
-                     (catalog_name, table_namespace, table_name, metadata_location, iceberg_type) \
-                     VALUES (?, ?, ?, ?, 'TABLE')",
-                )
-                .bind(&self.name)
-                .bind(ns)
-                .bind(name)
-                .bind(new_location)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected(),
-            };
-            if moved != 1 {
-                conflicts.push(index);
-                continue;
-            }
-            pause_point("publishing");
-        }
-        if !conflicts.is_empty() {
-            tx.rollback().await?;
-            return Ok(PublishOutcome::Conflicts(conflicts));
-        }
-        if let Some(record) = &publication.record {
-            insert_run_record(&mut tx, &self.name, record).await?;
-        }
-        tx.commit().await?;
-        Ok(PublishOutcome::Published(planned))
+    /// Moves the pointer of one table in `conn`'s transaction, by compare-and-set on its
+    /// expected location: deleted (the table is dropped), updated to `new_location`, or
+    /// inserted (the table is new). Returns the rows changed: 1 unless another writer came
+    /// first.
+    async fn move_pointer(
+        &self,
+        conn: &mut SqliteConnection,
+        change: &TableChange,
+        new_location: &str,
+    ) -> Result<u64> {
+        let ns = &change.table.namespace;
+        let name = &change.table.name;
+        Ok(match (&change.expected_location, &change.metadata) {
+            (Some(expected), None) => sqlx::query(
+                "DELETE FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? \
+                 AND table_name = ? AND metadata_location = ?",
+            )
+            .bind(&self.name)
+            .bind(ns)
+            .bind(name)
+            .bind(expected)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected(),
+            (Some(expected), Some(_)) => sqlx::query(
+                "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? \
+                 WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? \
+                 AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL) AND metadata_location = ?",
+            )
+            .bind(new_location)
+            .bind(expected)
+            .bind(&self.name)
+            .bind(ns)
+            .bind(name)
+            .bind(expected)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected(),
+            (None, _) => sqlx::query(
+                "INSERT OR IGNORE INTO iceberg_tables \
+                 (catalog_name, table_namespace, table_name, metadata_location, iceberg_type) \
+                 VALUES (?, ?, ?, ?, 'TABLE')",
+            )
+            .bind(&self.name)
+            .bind(ns)
+            .bind(name)
+            .bind(new_location)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected(),
+        })
     }
 }
