@@ -323,6 +323,40 @@ async fn move_back(
     ))
 }
 
+/// The change that registers `t`'s table back from the metadata file the rollback that
+/// dropped it recorded, with `main` at `to`; refused when that file or a data file it needs is
+/// gone.
+async fn register_back(
+    catalog: &PipelineCatalog,
+    run: &RunRecord,
+    t: &TableRecord,
+    name: &TableName,
+    to: i64,
+) -> Result<TableChange> {
+    let Some(location) = &t.dropped_metadata else {
+        return Err(Error::Usage(format!(
+            "run {} dropped {} before rollbacks recorded where a dropped table's metadata is; it cannot be registered back by this command",
+            run.run_id, t.table
+        )));
+    };
+    let metadata = TableMetadata::read_from(catalog.file_io(), location)
+        .await
+        .map_err(|e| {
+            Error::table_msg(
+                name,
+                format!(
+                    "cannot be registered back: its last metadata file {location} cannot be read ({e}); its files were deleted"
+                ),
+            )
+        })?;
+    missing_files(catalog, name, &metadata, location).await?;
+    Ok(TableChange {
+        table: name.clone(),
+        expected_location: None,
+        metadata: Some(with_main(&metadata, location, to)?),
+    })
+}
+
 /// The change that undoes a rollback's drop (registers the table back from the metadata file
 /// the rollback recorded) or empty (moves `main` back to the snapshot it had).
 async fn undo_drop(
@@ -348,34 +382,7 @@ async fn undo_drop(
                 ),
             })
         }
-        ("drop", None) => {
-            let Some(location) = &t.dropped_metadata else {
-                return Err(Error::Usage(format!(
-                    "run {run_id} dropped {} before rollbacks recorded where a dropped table's metadata is; it cannot be registered back by this command",
-                    t.table
-                )));
-            };
-            let metadata = TableMetadata::read_from(catalog.file_io(), location)
-                .await
-                .map_err(|e| {
-                    Error::table_msg(
-                        name,
-                        format!(
-                            "cannot be registered back: its last metadata file {location} cannot be read ({e}); its files were deleted"
-                        ),
-                    )
-                })?;
-            missing_files(catalog, name, &metadata, location).await?;
-            let metadata = with_main(&metadata, location, to)?;
-            (
-                TableChange {
-                    table: name.clone(),
-                    expected_location: None,
-                    metadata: Some(metadata),
-                },
-                "restore",
-            )
-        }
+        ("drop", None) => (register_back(catalog, run, t, name, to).await?, "restore"),
         (_, Some(current)) if current.metadata().current_snapshot_id().is_none() => {
             let location = current.metadata_location_result()?.to_string();
             if current.metadata().snapshot_by_id(to).is_none() {

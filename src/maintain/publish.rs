@@ -329,43 +329,18 @@ async fn build(
     properties: &HashMap<String, String>,
 ) -> Result<Option<Change>> {
     let file_io = catalog.file_io();
-    let (mut metadata, base_location, before, mut operation) = match compacted {
-        Some(staged) => (
-            staged.published_metadata()?,
-            staged.base_location.clone(),
-            staged.metadata.current_snapshot_id(),
-            Some("compact"),
-        ),
-        None => {
-            let current = catalog.load_existing(&p.name).await?;
-            let location = current.metadata_location_result()?;
-            (
-                TableTarget::unchanged(&p.name, current.metadata(), location)?.metadata,
-                Some(location.to_string()),
-                current.metadata().current_snapshot_id(),
-                None,
-            )
-        }
-    };
-    let Some(base_location) = base_location else {
+    let Some(Base {
+        mut metadata,
+        location,
+        before,
+        mut operation,
+    }) = base(catalog, p, compacted).await?
+    else {
         return Ok(None);
     };
     let mut rewrote_manifests = false;
     if p.report.rewrite_manifests && metadata.current_snapshot_id().is_some() {
-        let staged = stage_snapshot(
-            TableTarget {
-                table: p.name.clone(),
-                base_location: Some(base_location.clone()),
-                metadata,
-                reshaped: false,
-            },
-            Vec::new(),
-            file_io,
-            properties.clone(),
-            WriteMode::RewriteManifests,
-        )
-        .await?;
-        metadata = staged.published_metadata()?;
+        metadata = rewrite_manifests(p, metadata, &location, catalog, properties).await?;
         operation = operation.or(Some("rewrite_manifests"));
         rewrote_manifests = true;
     }
@@ -402,29 +377,97 @@ async fn build(
         files: unreferenced.as_ref().map_or(0, |u| u.files.len() as u64)
             + old_metadata.len() as u64,
     });
+    let record = TableRecord {
+        table: p.name.to_string(),
+        operation: operation.into(),
+        partitions: None,
+        snapshot_before: before,
+        snapshot_after: Some(head),
+        rows,
+        expired,
+        dropped_metadata: None,
+    };
     Ok(Some(Change {
         after: After {
             index: 0,
             unreferenced,
             rewrote_manifests,
             old_metadata,
-            record: TableRecord {
-                table: p.name.to_string(),
-                operation: operation.into(),
-                partitions: None,
-                snapshot_before: before,
-                snapshot_after: Some(head),
-                rows,
-                expired,
-                dropped_metadata: None,
-            },
+            record,
         },
         change: TableChange {
             table: p.name.clone(),
-            expected_location: Some(base_location),
+            expected_location: Some(location),
             metadata: Some(metadata),
         },
     }))
+}
+
+/// What a table's change starts from: the compaction's metadata (on the metadata location it
+/// was staged on) or the table as it is now.
+struct Base {
+    metadata: iceberg::spec::TableMetadata,
+    location: String,
+    before: Option<i64>,
+    operation: Option<&'static str>,
+}
+
+/// The base of `p`'s change; `None` when the table has no metadata location to move from.
+async fn base(
+    catalog: &PipelineCatalog,
+    p: &Planned,
+    compacted: Option<&StagedTable>,
+) -> Result<Option<Base>> {
+    let (metadata, location, before, operation) = match compacted {
+        Some(staged) => (
+            staged.published_metadata()?,
+            staged.base_location.clone(),
+            staged.metadata.current_snapshot_id(),
+            Some("compact"),
+        ),
+        None => {
+            let current = catalog.load_existing(&p.name).await?;
+            let location = current.metadata_location_result()?;
+            (
+                TableTarget::unchanged(&p.name, current.metadata(), location)?.metadata,
+                Some(location.to_string()),
+                current.metadata().current_snapshot_id(),
+                None,
+            )
+        }
+    };
+    Ok(location.map(|location| Base {
+        metadata,
+        location,
+        before,
+        operation,
+    }))
+}
+
+/// `metadata` with its manifests rewritten (a `replace` snapshot of the same files).
+async fn rewrite_manifests(
+    p: &Planned,
+    metadata: iceberg::spec::TableMetadata,
+    location: &str,
+    catalog: &PipelineCatalog,
+    properties: &HashMap<String, String>,
+) -> Result<iceberg::spec::TableMetadata> {
+    let target = TableTarget {
+        table: p.name.clone(),
+        base_location: Some(location.to_string()),
+        metadata,
+        reshaped: false,
+    };
+    let mode = WriteMode::RewriteManifests;
+    let staged = stage_snapshot(
+        target,
+        Vec::new(),
+        catalog.file_io(),
+        properties.clone(),
+        mode,
+    )
+    .await?;
+    staged.published_metadata()
 }
 
 /// After a rebase, the compaction's groups whose files are no longer replaced (another writer

@@ -18,6 +18,7 @@ use crate::ingest::{run_ingest, IngestOutcome};
 use crate::operation::{JobReport, Observer};
 use crate::plan::{jobs_in_scope, JobId, Scope, Validated};
 use crate::spec::{Pipeline, TableName};
+use crate::transform::ParsedTransform;
 
 /// What the jobs of a run left for the audit and the publish.
 pub(crate) struct Executed {
@@ -63,17 +64,26 @@ pub(crate) async fn execute(
         Some(jobs) => jobs,
         None => jobs_in_scope(graph, &pipeline, options.backfill.as_ref())?,
     };
-    let parsed = Arc::new(graph.transforms.clone());
-    let external = Arc::new(validated.external.clone());
-    let staged: Arc<Mutex<HashMap<TableName, StagedTable>>> = Arc::new(Mutex::new(
-        start
-            .staged
-            .into_iter()
-            .map(|s| (s.table.clone(), s))
-            .collect(),
+    let launcher = Launcher {
+        ctx,
+        parsed: Arc::new(graph.transforms.clone()),
+        external: Arc::new(validated.external.clone()),
+        staged: Arc::new(Mutex::new(
+            start
+                .staged
+                .into_iter()
+                .map(|s| (s.table.clone(), s))
+                .collect(),
+        )),
+        running: Default::default(),
+        pipeline,
+        options,
+        observer,
+    };
+    let ticker = tokio::spawn(report_progress(
+        launcher.running.clone(),
+        launcher.observer.clone(),
     ));
-    let running: Arc<Mutex<RunningJobs>> = Default::default();
-    let ticker = tokio::spawn(report_progress(running.clone(), observer.clone()));
 
     let mut done: HashSet<JobId> = HashSet::new();
     let mut started: HashSet<JobId> = HashSet::new();
@@ -93,59 +103,22 @@ pub(crate) async fn execute(
                     done.insert(*job);
                     continue;
                 }
-                let counter = Arc::new(AtomicU64::new(0));
-                let (kind, table) = match *job {
-                    JobId::Ingest(i) => (JobKind::Ingest, pipeline.ingests[i].table.clone()),
-                    JobId::Transform(i) => {
-                        (JobKind::Transform, pipeline.transforms[i].table.clone())
-                    }
-                };
-                observer.job_started(kind, &table);
-                running
-                    .lock()
-                    .expect("progress lock")
-                    .insert(table, (Instant::now(), counter.clone()));
-                let (ctx, pipeline, parsed, external, staged, options) = (
-                    ctx.clone(),
-                    pipeline.clone(),
-                    parsed.clone(),
-                    external.clone(),
-                    staged.clone(),
-                    options.clone(),
-                );
-                let job = *job;
-                tasks.spawn(async move {
-                    let t0 = Instant::now();
-                    let result = match job {
-                        JobId::Ingest(i) => run_ingest(&ctx, &pipeline.ingests[i], counter)
-                            .await
-                            .map(|o| Outcome::Ingest(Box::new(o))),
-                        JobId::Transform(i) => TransformRun {
-                            ctx: &ctx,
-                            job: &pipeline.transforms[i],
-                            parsed: &parsed[i],
-                            external: &external,
-                            staged: &staged,
-                            options: &options,
-                            engine: options.engine.as_ref().unwrap_or(&pipeline.engine),
-                        }
-                        .run(counter)
-                        .await
-                        .map(Outcome::Transform),
-                    };
-                    (job, t0.elapsed().as_secs_f64(), result)
-                });
+                launcher.spawn(*job, &mut tasks);
             }
             let Some(joined) = tasks.join_next().await else {
                 break;
             };
             let (job, seconds, outcome) =
                 joined.map_err(|e| Error::Internal(format!("a job panicked: {e}")))?;
-            let report = keep(outcome?, seconds, &staged, &mut dropped);
+            let report = keep(outcome?, seconds, &launcher.staged, &mut dropped);
             if let Some(name) = TableName::parse(&report.table) {
-                running.lock().expect("progress lock").remove(&name);
+                launcher
+                    .running
+                    .lock()
+                    .expect("progress lock")
+                    .remove(&name);
             }
-            observer.job_finished(&report);
+            launcher.observer.job_finished(&report);
             return_freed_memory();
             reports.push(report);
             done.insert(job);
@@ -158,7 +131,7 @@ pub(crate) async fn execute(
         tasks.abort_all();
         return Err(e);
     }
-    let mut staged = std::mem::take(&mut *staged.lock().expect("staged lock"))
+    let mut staged = std::mem::take(&mut *launcher.staged.lock().expect("staged lock"))
         .into_values()
         .collect::<Vec<_>>();
     staged.sort_by(|a, b| a.table.cmp(&b.table));
@@ -167,6 +140,64 @@ pub(crate) async fn execute(
         staged,
         dropped,
     })
+}
+
+/// What every job of a run shares, to start one as a task of its own.
+struct Launcher {
+    ctx: Arc<JobContext>,
+    pipeline: Arc<Pipeline>,
+    parsed: Arc<Vec<ParsedTransform>>,
+    external: Arc<HashMap<TableName, iceberg::table::Table>>,
+    staged: Arc<Mutex<HashMap<TableName, StagedTable>>>,
+    running: Arc<Mutex<RunningJobs>>,
+    options: Arc<RunOptions>,
+    observer: Arc<dyn Observer>,
+}
+
+impl Launcher {
+    /// Starts `job` in `tasks`, telling the observer, with its row counter in the progress.
+    fn spawn(&self, job: JobId, tasks: &mut JoinSet<(JobId, f64, Result<Outcome>)>) {
+        let pipeline = &self.pipeline;
+        let counter = Arc::new(AtomicU64::new(0));
+        let (kind, table) = match job {
+            JobId::Ingest(i) => (JobKind::Ingest, pipeline.ingests[i].table.clone()),
+            JobId::Transform(i) => (JobKind::Transform, pipeline.transforms[i].table.clone()),
+        };
+        self.observer.job_started(kind, &table);
+        self.running
+            .lock()
+            .expect("progress lock")
+            .insert(table, (Instant::now(), counter.clone()));
+        let (ctx, pipeline, parsed, external, staged, options) = (
+            self.ctx.clone(),
+            pipeline.clone(),
+            self.parsed.clone(),
+            self.external.clone(),
+            self.staged.clone(),
+            self.options.clone(),
+        );
+        tasks.spawn(async move {
+            let t0 = Instant::now();
+            let result = match job {
+                JobId::Ingest(i) => run_ingest(&ctx, &pipeline.ingests[i], counter)
+                    .await
+                    .map(|o| Outcome::Ingest(Box::new(o))),
+                JobId::Transform(i) => TransformRun {
+                    ctx: &ctx,
+                    job: &pipeline.transforms[i],
+                    parsed: &parsed[i],
+                    external: &external,
+                    staged: &staged,
+                    options: &options,
+                    engine: options.engine.as_ref().unwrap_or(&pipeline.engine),
+                }
+                .run(counter)
+                .await
+                .map(Outcome::Transform),
+            };
+            (job, t0.elapsed().as_secs_f64(), result)
+        });
+    }
 }
 
 /// Keeps what a finished job staged (for downstream jobs and the publish) and reports it.
