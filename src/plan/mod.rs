@@ -10,6 +10,7 @@ pub mod graph;
 pub mod impact;
 pub mod impact_render;
 pub mod lineage;
+mod schema_diff;
 pub mod scope;
 pub mod subject;
 pub mod validate;
