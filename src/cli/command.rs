@@ -1,9 +1,10 @@
 //! What each command does: read its arguments, call the library, hand the result to its
 //! printer. No logic of the engine lives here.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::args::{Cli, Command};
+use super::args::{Cli, Command, EngineArg, WaitArgs};
 use super::cluster;
 use super::maintain;
 use super::print;
@@ -19,14 +20,12 @@ use crate::plan::{
 use crate::records::Invocation;
 use crate::rollback::rollback;
 use crate::run::{run_pipeline, RunOptions};
-use crate::spec::{load_with_catalog, producer_of, TableName};
+use crate::spec::{load_with_catalog, producer_of, Pipeline, TableName};
 
 /// Runs the command `cli` names.
 pub async fn execute(cli: Cli) -> Result<()> {
     let project = std::path::absolute(&cli.project).map_err(|e| Error::io(&cli.project, e))?;
-    let catalog_name = cli.catalog.as_deref();
-    let invocation =
-        |reason: &Option<String>| Invocation::current(reason.clone(), cli.catalog.clone());
+    let cx = Context { project, cli: &cli };
     match &cli.command {
         Command::Run {
             pipeline,
@@ -36,14 +35,12 @@ pub async fn execute(cli: Cli) -> Result<()> {
             engine,
             wait,
         } => {
-            let spec = load_with_catalog(&project, pipeline, catalog_name)?;
-            let mut options = RunOptions::new(wait.lock_wait());
-            options.engine = engine.choice(&spec)?;
-            options.full_refresh = *full_refresh;
-            options.reload_changed = *reload_changed;
-            options.invocation = invocation(reason);
-            let report = run_pipeline(&spec, Arc::new(Progress::stderr()), options).await?;
-            print::run(&report, cli.json);
+            let flags = RunFlags {
+                reason,
+                engine,
+                wait,
+            };
+            run(&cx, pipeline, *full_refresh, *reload_changed, &flags).await
         }
         Command::Backfill {
             pipeline,
@@ -55,168 +52,25 @@ pub async fn execute(cli: Cli) -> Result<()> {
             engine,
             wait,
         } => {
-            let spec = load_with_catalog(&project, pipeline, catalog_name)?;
-            let backfill = Backfill::request(&spec, from, to, tables)?;
-            if *plan {
-                let planned = plan_backfill(&spec, &backfill).await?;
-                print::backfill_plan(&planned, cli.json);
-                return Ok(());
-            }
-            let mut options = RunOptions::new(wait.lock_wait());
-            options.engine = engine.choice(&spec)?;
-            options.backfill = Some(backfill);
-            options.invocation = invocation(reason);
-            let report = run_pipeline(&spec, Arc::new(Progress::stderr()), options).await?;
-            print::run(&report, cli.json);
-        }
-        Command::Lineage {
-            target,
-            format,
-            pipeline,
-        } => {
-            let (table, _) = lineage_target(target)?;
-            let name = match pipeline {
-                Some(p) => p.clone(),
-                None => producer_of(&project, &table)?,
+            let range = BackfillRange { from, to, tables };
+            let flags = RunFlags {
+                reason,
+                engine,
+                wait,
             };
-            let spec = load_with_catalog(&project, &name, catalog_name)?;
-            let lineage = lineage_of(&spec).await?;
-            let roots = lineage_roots(&lineage, &name, target)?;
-            print::lineage(&lineage, &roots, format, cli.json);
-        }
-        Command::Plan {
-            pipeline,
-            fail_on_breaking,
-        } => {
-            let spec = load_with_catalog(&project, pipeline, catalog_name)?;
-            let plan = plan_changes(&spec).await?;
-            print::schema_plan(&plan, cli.json);
-            let count = plan.breaking();
-            if *fail_on_breaking && count > 0 {
-                return Err(Error::Breaking { count });
-            }
-        }
-        Command::Validate { pipeline } => {
-            let spec = load_with_catalog(&project, pipeline, catalog_name)?;
-            let validated = validate(&spec).await?;
-            print::validate(&spec, &validated, cli.json);
-        }
-        Command::Tables { pipeline } => {
-            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
-            let tables = inspect::list(&catalog).await?;
-            print::tables(&tables, cli.json);
-            if tables.iter().any(|t| t.damaged.is_some()) {
-                return Err(Error::Damaged(
-                    "some tables cannot be read (DAMAGED above); `pipeline check` says which files are missing or cut short".into(),
-                ));
-            }
-        }
-        Command::Files {
-            table,
-            as_of,
-            pipeline,
-        } => {
-            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
-            let files = inspect::files(&catalog, &table_arg(table)?, *as_of).await?;
-            print::files(&files, cli.json);
-        }
-        Command::Describe { table, pipeline } => {
-            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
-            let info = inspect::describe(&catalog, &table_arg(table)?).await?;
-            print::describe(&info, cli.json);
-        }
-        Command::History { table, pipeline } => {
-            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
-            let snapshots = inspect::history(&catalog, &table_arg(table)?).await?;
-            print::history(&snapshots, cli.json);
-        }
-        Command::Runs { pipeline } => {
-            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
-            print_runs::runs(&catalog.runs().await?, cli.json);
-        }
-        Command::RunInfo { run_id, pipeline } => {
-            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
-            let record = catalog.run(run_id).await?;
-            let purges = match record.erase {
-                Some(_) => catalog.purges_of(&record).await?,
-                None => Vec::new(),
-            };
-            print_runs::record_with_purges(&record, &purges, cli.json);
+            backfill(&cx, pipeline, &range, *plan, &flags).await
         }
         Command::Rollback {
             run_id,
             reason,
             pipeline,
             plan,
-        } => {
-            let catalog: PipelineCatalog =
-                open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
-            let observer = Arc::new(Progress::stderr());
-            let done = rollback(&catalog, run_id, &invocation(reason), observer, *plan).await?;
-            match &done.record {
-                Some(record) => print_runs::record(record, cli.json),
-                None => print_runs::rollback_plan(&done, cli.json),
-            }
-        }
-        Command::Scheduler(args) => return cluster::scheduler(args).await,
-        Command::Executor(args) => return cluster::executor(args).await,
-        Command::Schedule { action } => {
-            return schedule::execute(&project, catalog_name, action, cli.json).await
-        }
-        Command::Check { table, pipeline } => {
-            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
-            let only = table.as_deref().map(table_arg).transpose()?;
-            let checked = crate::maintain::check(&catalog, only.as_ref()).await?;
-            print::check(&checked, cli.json);
-            let damaged = checked.iter().filter(|t| !t.intact()).count();
-            let outside = checked
-                .iter()
-                .filter(|t| t.outside_warehouse.is_some())
-                .count();
-            if outside > 0 && damaged == 0 {
-                return Err(Error::Damaged(format!(
-                    "{outside} of {} table(s) keep their files outside this catalog's warehouse (listed above): the project was probably copied or its warehouse moved (Iceberg locations are absolute); point [catalog] warehouse and uri at the original's, or remove this project's warehouse/ to start afresh",
-                    checked.len()
-                )));
-            }
-            if damaged > 0 {
-                return Err(Error::Damaged(format!(
-                    "{damaged} of {} table(s) damaged (listed above)",
-                    checked.len()
-                )));
-            }
-        }
-        Command::Orphans(args) => {
-            return maintain::orphans(&project, catalog_name, args, cli.json).await
-        }
-        Command::Maintain(args) => {
-            let invocation = invocation(&args.reason);
-            return maintain::maintain(&project, catalog_name, args, invocation, cli.json).await;
-        }
+        } => rollback_run(&cx, run_id, reason, pipeline, *plan).await,
         Command::Sql {
             statement,
             reason,
             pipeline,
-        } => {
-            let parsed = crate::dml::parse_row_change(statement)?;
-            let name = match pipeline {
-                Some(p) => p.clone(),
-                None => producer_of(&project, &parsed.table)?,
-            };
-            // The lock and the record are the pipeline's `[pipeline] name`'s, whatever its
-            // spec file is called.
-            let spec = load_with_catalog(&project, &name, catalog_name)?;
-            let catalog = PipelineCatalog::connect(&spec.catalog).await?;
-            let change = crate::dml::change_rows(
-                &catalog,
-                &spec.name,
-                &parsed,
-                &invocation(reason),
-                Arc::new(Progress::stderr()),
-            )
-            .await?;
-            print::row_change(&parsed.table, &change, cli.json);
-        }
+        } => change_rows(&cx, statement, reason, pipeline).await,
         Command::Erase {
             pipeline,
             condition,
@@ -225,31 +79,51 @@ pub async fn execute(cli: Cli) -> Result<()> {
             purge,
             rewrite_sources,
         } => {
-            if !*plan && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
-                return Err(Error::Usage(
-                    "erase: say why with --reason (a request or ticket id); it goes into the run record".into(),
-                ));
-            }
-            let spec = load_with_catalog(&project, pipeline, catalog_name)?;
-            let request = crate::erase::EraseRequest {
-                condition: condition.clone(),
-                plan_only: *plan,
-                rewrite_sources: *rewrite_sources,
+            let how = EraseFlags {
+                plan: *plan,
                 purge: *purge,
-                invocation: invocation(reason),
+                rewrite_sources: *rewrite_sources,
             };
-            let report = crate::erase::erase(&spec, &request, Arc::new(Progress::stderr())).await?;
-            print::erase(&report, cli.json);
+            erase(&cx, pipeline, condition, reason, how).await
         }
-        Command::Docs { pipeline, out } => {
-            let spec = load_with_catalog(&project, pipeline, catalog_name)?;
-            let out = if out.is_absolute() {
-                out.clone()
-            } else {
-                project.join(out)
-            };
-            let site = crate::docs::write_site(&spec, &out).await?;
-            print::docs(&site, cli.json);
+        Command::Orphans(args) => {
+            maintain::orphans(&cx.project, cx.catalog_name(), args, cli.json).await
+        }
+        Command::Maintain(args) => {
+            let invocation = cx.invocation(&args.reason);
+            maintain::maintain(&cx.project, cx.catalog_name(), args, invocation, cli.json).await
+        }
+        other => read_or_serve(&cx, other).await,
+    }
+}
+
+/// The commands that change no table: what a pipeline would do (`lineage`, `plan`,
+/// `validate`, `docs`), what the catalog holds (`tables`, `files`, `describe`, `history`,
+/// `runs`, `run-info`, `check`, `query`), and the servers (`scheduler`, `executor`,
+/// `schedule`, `mcp`).
+async fn read_or_serve(cx: &Context<'_>, command: &Command) -> Result<()> {
+    let json = cx.cli.json;
+    match command {
+        Command::Lineage {
+            target,
+            format,
+            pipeline,
+        } => lineage(cx, target, format, pipeline).await,
+        Command::Plan {
+            pipeline,
+            fail_on_breaking,
+        } => plan(cx, pipeline, *fail_on_breaking).await,
+        Command::Validate { pipeline } => {
+            let spec = cx.load(pipeline)?;
+            let validated = validate(&spec).await?;
+            print::validate(&spec, &validated, json);
+            Ok(())
+        }
+        Command::Docs { pipeline, out } => docs(cx, pipeline, out).await,
+        Command::Scheduler(args) => cluster::scheduler(args).await,
+        Command::Executor(args) => cluster::executor(args).await,
+        Command::Schedule { action } => {
+            schedule::execute(&cx.project, cx.catalog_name(), action, json).await
         }
         Command::Mcp {
             allow_write,
@@ -263,21 +137,327 @@ pub async fn execute(cli: Cli) -> Result<()> {
                 max_bytes: *max_bytes,
                 timeout: std::time::Duration::from_secs(*query_timeout),
             };
-            let lake = crate::mcp::Lake::new(project, cli.catalog.clone(), *allow_write, limits);
-            return match http {
+            let lake = crate::mcp::Lake::new(
+                cx.project.clone(),
+                cx.cli.catalog.clone(),
+                *allow_write,
+                limits,
+            );
+            match http {
                 Some(addr) => crate::mcp::serve_http(lake, *addr).await,
                 None => crate::mcp::serve_stdio(lake).await,
-            };
+            }
         }
+        other => inspect_catalog(cx, other).await,
+    }
+}
+
+/// The commands that read a catalog: `tables`, `files`, `describe`, `history`, `runs`,
+/// `run-info`, `check` and `query`.
+async fn inspect_catalog(cx: &Context<'_>, command: &Command) -> Result<()> {
+    let json = cx.cli.json;
+    match command {
+        Command::Tables { pipeline } => {
+            let catalog = cx.open_catalog(pipeline).await?;
+            let tables = inspect::list(&catalog).await?;
+            print::tables(&tables, json);
+            if tables.iter().any(|t| t.damaged.is_some()) {
+                return Err(Error::Damaged(
+                    "some tables cannot be read (DAMAGED above); `pipeline check` says which files are missing or cut short".into(),
+                ));
+            }
+        }
+        Command::Files {
+            table,
+            as_of,
+            pipeline,
+        } => {
+            let catalog = cx.open_catalog(pipeline).await?;
+            let files = inspect::files(&catalog, &table_arg(table)?, *as_of).await?;
+            print::files(&files, json);
+        }
+        Command::Describe { table, pipeline } => {
+            let catalog = cx.open_catalog(pipeline).await?;
+            let info = inspect::describe(&catalog, &table_arg(table)?).await?;
+            print::describe(&info, json);
+        }
+        Command::History { table, pipeline } => {
+            let catalog = cx.open_catalog(pipeline).await?;
+            let snapshots = inspect::history(&catalog, &table_arg(table)?).await?;
+            print::history(&snapshots, json);
+        }
+        Command::Runs { pipeline } => {
+            let catalog = cx.open_catalog(pipeline).await?;
+            print_runs::runs(&catalog.runs().await?, json);
+        }
+        Command::RunInfo { run_id, pipeline } => {
+            let catalog = cx.open_catalog(pipeline).await?;
+            let record = catalog.run(run_id).await?;
+            let purges = match record.erase {
+                Some(_) => catalog.purges_of(&record).await?,
+                None => Vec::new(),
+            };
+            print_runs::record_with_purges(&record, &purges, json);
+        }
+        Command::Check { table, pipeline } => return check(cx, table, pipeline).await,
         Command::Query {
             sql,
             as_of,
             pipeline,
         } => {
-            let catalog = open_project_catalog(&project, pipeline.as_deref(), catalog_name).await?;
+            let catalog = cx.open_catalog(pipeline).await?;
             let (schema, batches) = inspect::query(&catalog, sql, *as_of).await?;
-            print::query(&schema, &batches, cli.json)?;
+            print::query(&schema, &batches, json)?;
         }
+        _ => unreachable!("execute and read_or_serve run every other command"),
+    }
+    Ok(())
+}
+
+/// The project and the command line's global options, which every command reads.
+struct Context<'a> {
+    /// The project directory, absolute.
+    project: PathBuf,
+    cli: &'a Cli,
+}
+
+impl Context<'_> {
+    /// `--catalog`: the named `[catalogs.NAME]` of the spec instead of its `[catalog]`.
+    fn catalog_name(&self) -> Option<&str> {
+        self.cli.catalog.as_deref()
+    }
+
+    /// Who runs this command, and why (`--reason`), for the run record.
+    fn invocation(&self, reason: &Option<String>) -> Invocation {
+        Invocation::current(reason.clone(), self.cli.catalog.clone())
+    }
+
+    /// The spec of `pipeline`, with `--catalog` applied.
+    fn load(&self, pipeline: &str) -> Result<Pipeline> {
+        load_with_catalog(&self.project, pipeline, self.catalog_name())
+    }
+
+    /// The catalog of `--pipeline` (default: the only pipeline's, else the embedded default).
+    async fn open_catalog(&self, pipeline: &Option<String>) -> Result<PipelineCatalog> {
+        open_project_catalog(&self.project, pipeline.as_deref(), self.catalog_name()).await
+    }
+}
+
+/// The options `run` and `backfill` share.
+struct RunFlags<'a> {
+    reason: &'a Option<String>,
+    engine: &'a EngineArg,
+    wait: &'a WaitArgs,
+}
+
+impl RunFlags<'_> {
+    /// The run options these flags ask for on `spec`: its engine choice, the lock wait and
+    /// the invocation.
+    fn options(&self, cx: &Context, spec: &Pipeline) -> Result<RunOptions> {
+        let mut options = RunOptions::new(self.wait.lock_wait());
+        options.engine = self.engine.choice(spec)?;
+        options.invocation = cx.invocation(self.reason);
+        Ok(options)
+    }
+}
+
+/// `pipeline run`: the run's report once it published (or failed).
+async fn run(
+    cx: &Context<'_>,
+    pipeline: &str,
+    full_refresh: bool,
+    reload_changed: bool,
+    flags: &RunFlags<'_>,
+) -> Result<()> {
+    let spec = cx.load(pipeline)?;
+    let mut options = flags.options(cx, &spec)?;
+    options.full_refresh = full_refresh;
+    options.reload_changed = reload_changed;
+    let report = run_pipeline(&spec, Arc::new(Progress::stderr()), options).await?;
+    print::run(&report, cx.cli.json);
+    Ok(())
+}
+
+/// The date range and tables of `pipeline backfill`.
+struct BackfillRange<'a> {
+    from: &'a str,
+    to: &'a str,
+    tables: &'a [String],
+}
+
+/// `pipeline backfill`: with `plan`, only what it would recompute and read; else the run.
+async fn backfill(
+    cx: &Context<'_>,
+    pipeline: &str,
+    range: &BackfillRange<'_>,
+    plan: bool,
+    flags: &RunFlags<'_>,
+) -> Result<()> {
+    let spec = cx.load(pipeline)?;
+    let backfill = Backfill::request(&spec, range.from, range.to, range.tables)?;
+    if plan {
+        let planned = plan_backfill(&spec, &backfill).await?;
+        print::backfill_plan(&planned, cx.cli.json);
+        return Ok(());
+    }
+    let mut options = flags.options(cx, &spec)?;
+    options.backfill = Some(backfill);
+    let report = run_pipeline(&spec, Arc::new(Progress::stderr()), options).await?;
+    print::run(&report, cx.cli.json);
+    Ok(())
+}
+
+/// `pipeline rollback`: the rollback's record, or with `plan` what it would undo.
+async fn rollback_run(
+    cx: &Context<'_>,
+    run_id: &str,
+    reason: &Option<String>,
+    pipeline: &Option<String>,
+    plan: bool,
+) -> Result<()> {
+    let catalog: PipelineCatalog = cx.open_catalog(pipeline).await?;
+    let observer = Arc::new(Progress::stderr());
+    let done = rollback(&catalog, run_id, &cx.invocation(reason), observer, plan).await?;
+    match &done.record {
+        Some(record) => print_runs::record(record, cx.cli.json),
+        None => print_runs::rollback_plan(&done, cx.cli.json),
+    }
+    Ok(())
+}
+
+/// `pipeline sql`: one UPDATE or DELETE on a table, run as a run of the pipeline producing it
+/// (`--pipeline`, or the one whose spec writes the table).
+async fn change_rows(
+    cx: &Context<'_>,
+    statement: &str,
+    reason: &Option<String>,
+    pipeline: &Option<String>,
+) -> Result<()> {
+    let parsed = crate::dml::parse_row_change(statement)?;
+    let name = match pipeline {
+        Some(p) => p.clone(),
+        None => producer_of(&cx.project, &parsed.table)?,
+    };
+    // The lock and the record are the pipeline's `[pipeline] name`'s, whatever its
+    // spec file is called.
+    let spec = cx.load(&name)?;
+    let catalog = PipelineCatalog::connect(&spec.catalog).await?;
+    let change = crate::dml::change_rows(
+        &catalog,
+        &spec.name,
+        &parsed,
+        &cx.invocation(reason),
+        Arc::new(Progress::stderr()),
+    )
+    .await?;
+    print::row_change(&parsed.table, &change, cx.cli.json);
+    Ok(())
+}
+
+/// How `pipeline erase` goes about it: `--plan`, `--purge`, `--rewrite-sources`.
+struct EraseFlags {
+    plan: bool,
+    purge: bool,
+    rewrite_sources: bool,
+}
+
+/// `pipeline erase`: the rows matching `condition` erased (or, with `--plan`, what would
+/// be); anything but a plan needs a `--reason`.
+async fn erase(
+    cx: &Context<'_>,
+    pipeline: &str,
+    condition: &str,
+    reason: &Option<String>,
+    how: EraseFlags,
+) -> Result<()> {
+    if !how.plan && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+        return Err(Error::Usage(
+            "erase: say why with --reason (a request or ticket id); it goes into the run record"
+                .into(),
+        ));
+    }
+    let spec = cx.load(pipeline)?;
+    let request = crate::erase::EraseRequest {
+        condition: condition.to_string(),
+        plan_only: how.plan,
+        rewrite_sources: how.rewrite_sources,
+        purge: how.purge,
+        invocation: cx.invocation(reason),
+    };
+    let report = crate::erase::erase(&spec, &request, Arc::new(Progress::stderr())).await?;
+    print::erase(&report, cx.cli.json);
+    Ok(())
+}
+
+/// `pipeline lineage`: the lineage of a table or column, from the pipeline that writes it
+/// (`--pipeline`, or the one whose spec produces the table).
+async fn lineage(
+    cx: &Context<'_>,
+    target: &str,
+    format: &str,
+    pipeline: &Option<String>,
+) -> Result<()> {
+    let (table, _) = lineage_target(target)?;
+    let name = match pipeline {
+        Some(p) => p.clone(),
+        None => producer_of(&cx.project, &table)?,
+    };
+    let spec = cx.load(&name)?;
+    let lineage = lineage_of(&spec).await?;
+    let roots = lineage_roots(&lineage, &name, target)?;
+    print::lineage(&lineage, &roots, format, cx.cli.json);
+    Ok(())
+}
+
+/// `pipeline plan`: the schema changes of the next run; with `fail_on_breaking`, an error
+/// when any of them breaks something.
+async fn plan(cx: &Context<'_>, pipeline: &str, fail_on_breaking: bool) -> Result<()> {
+    let spec = cx.load(pipeline)?;
+    let plan = plan_changes(&spec).await?;
+    print::schema_plan(&plan, cx.cli.json);
+    let count = plan.breaking();
+    if fail_on_breaking && count > 0 {
+        return Err(Error::Breaking { count });
+    }
+    Ok(())
+}
+
+/// `pipeline docs`: the site written to `out` (relative to the project unless absolute).
+async fn docs(cx: &Context<'_>, pipeline: &str, out: &Path) -> Result<()> {
+    let spec = cx.load(pipeline)?;
+    let out = if out.is_absolute() {
+        out.to_path_buf()
+    } else {
+        cx.project.join(out)
+    };
+    let site = crate::docs::write_site(&spec, &out).await?;
+    print::docs(&site, cx.cli.json);
+    Ok(())
+}
+
+/// `pipeline check`: every table's files (or one table's), and an error when any is damaged
+/// or keeps its files outside the warehouse.
+async fn check(cx: &Context<'_>, table: &Option<String>, pipeline: &Option<String>) -> Result<()> {
+    let catalog = cx.open_catalog(pipeline).await?;
+    let only = table.as_deref().map(table_arg).transpose()?;
+    let checked = crate::maintain::check(&catalog, only.as_ref()).await?;
+    print::check(&checked, cx.cli.json);
+    let damaged = checked.iter().filter(|t| !t.intact()).count();
+    let outside = checked
+        .iter()
+        .filter(|t| t.outside_warehouse.is_some())
+        .count();
+    if outside > 0 && damaged == 0 {
+        return Err(Error::Damaged(format!(
+            "{outside} of {} table(s) keep their files outside this catalog's warehouse (listed above): the project was probably copied or its warehouse moved (Iceberg locations are absolute); point [catalog] warehouse and uri at the original's, or remove this project's warehouse/ to start afresh",
+            checked.len()
+        )));
+    }
+    if damaged > 0 {
+        return Err(Error::Damaged(format!(
+            "{damaged} of {} table(s) damaged (listed above)",
+            checked.len()
+        )));
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ use super::progress::Progress;
 use crate::catalog::open_project_catalog;
 use crate::commit::deletion::UNREFERENCED_MIN_AGE;
 use crate::error::{Error, Result};
+use crate::maintain::TableMaintenance;
 use crate::maintain::{delete_orphans_safely, find_orphans, Orphans, OutsideTable};
 use crate::maintain::{maintain_pipeline, MaintainOptions, MaintainReport};
 use crate::output::render_table;
@@ -127,38 +128,65 @@ pub fn print_maintenance(report: &MaintainReport, as_json: bool) {
     let rows: Vec<Vec<String>> = report
         .tables
         .iter()
-        .map(|t| {
-            let compaction = if report.planned_only {
-                match t.compaction.groups.len() {
-                    0 => "-".to_string(),
-                    n => format!("{} files in {n} partition(s)", t.compaction.input_files()),
-                }
-            } else if t.files_in > 0 {
-                format!("{} -> {} files", t.files_in, t.files_out)
-            } else {
-                "-".to_string()
-            };
-            let manifests = if t.rewrite_manifests {
-                format!("{} -> 1", t.manifests)
-            } else {
-                t.manifests.to_string()
-            };
-            vec![
-                t.table.clone(),
-                t.compaction.data_files.to_string(),
-                t.compaction.max_files_per_partition.to_string(),
-                compaction,
-                manifests,
-                t.expired_snapshots.to_string(),
-                if report.planned_only || t.expired_snapshots == 0 {
-                    "-".into()
-                } else {
-                    format!("{} ({} bytes of data)", t.deleted_files, t.deleted_bytes)
-                },
-            ]
-        })
+        .map(|t| maintenance_row(report, t))
         .collect();
-    let title = if report.planned_only {
+    println!("\n{}\n", maintenance_title(report));
+    let head: Vec<String> = [
+        "table",
+        "data files",
+        "most in a partition",
+        "compaction",
+        "manifests",
+        "expired snapshots",
+        "deleted files",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    print!("{}", render_table(&head, &rows));
+    for t in &report.tables {
+        print_table_notes(t);
+    }
+    if let Some(undo) = &report.undo {
+        println!("undo the compactions: {undo}");
+    }
+}
+
+/// One table's row of the maintenance table, in the order of its header.
+fn maintenance_row(report: &MaintainReport, t: &TableMaintenance) -> Vec<String> {
+    let compaction = if report.planned_only {
+        match t.compaction.groups.len() {
+            0 => "-".to_string(),
+            n => format!("{} files in {n} partition(s)", t.compaction.input_files()),
+        }
+    } else if t.files_in > 0 {
+        format!("{} -> {} files", t.files_in, t.files_out)
+    } else {
+        "-".to_string()
+    };
+    let manifests = if t.rewrite_manifests {
+        format!("{} -> 1", t.manifests)
+    } else {
+        t.manifests.to_string()
+    };
+    vec![
+        t.table.clone(),
+        t.compaction.data_files.to_string(),
+        t.compaction.max_files_per_partition.to_string(),
+        compaction,
+        manifests,
+        t.expired_snapshots.to_string(),
+        if report.planned_only || t.expired_snapshots == 0 {
+            "-".into()
+        } else {
+            format!("{} ({} bytes of data)", t.deleted_files, t.deleted_bytes)
+        },
+    ]
+}
+
+/// The line above the maintenance table: a plan, the maintenance run, or nothing to do.
+fn maintenance_title(report: &MaintainReport) -> String {
+    if report.planned_only {
         format!(
             "maintenance plan for pipeline {} (nothing has been changed):",
             report.pipeline
@@ -174,41 +202,26 @@ pub fn print_maintenance(report: &MaintainReport, as_json: bool) {
                 report.pipeline
             ),
         }
-    };
-    println!("\n{title}\n");
-    let head: Vec<String> = [
-        "table",
-        "data files",
-        "most in a partition",
-        "compaction",
-        "manifests",
-        "expired snapshots",
-        "deleted files",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    print!("{}", render_table(&head, &rows));
-    for t in &report.tables {
-        if !t.skipped_partitions.is_empty() {
-            println!(
-                "{}: partitions left as they were (another writer changed their files meanwhile): {}",
-                t.table,
-                t.skipped_partitions.join(", ")
-            );
-        }
-        if let Some(note) = &t.note {
-            println!("{}: {note}", t.table);
-        }
-        if t.undeleted_files > 0 {
-            println!(
-                "{}: {} files could not be deleted; `pipeline orphans` lists them",
-                t.table, t.undeleted_files
-            );
-        }
     }
-    if let Some(undo) = &report.undo {
-        println!("undo the compactions: {undo}");
+}
+
+/// What else happened to one table: partitions skipped, a note, files left undeleted.
+fn print_table_notes(t: &TableMaintenance) {
+    if !t.skipped_partitions.is_empty() {
+        println!(
+            "{}: partitions left as they were (another writer changed their files meanwhile): {}",
+            t.table,
+            t.skipped_partitions.join(", ")
+        );
+    }
+    if let Some(note) = &t.note {
+        println!("{}: {note}", t.table);
+    }
+    if t.undeleted_files > 0 {
+        println!(
+            "{}: {} files could not be deleted; `pipeline orphans` lists them",
+            t.table, t.undeleted_files
+        );
     }
 }
 

@@ -7,7 +7,9 @@ use super::args::ScheduleAction;
 use super::progress::Progress;
 use crate::error::{Error, Result};
 use crate::output::render_table;
-use crate::schedule::{run_daemon, serve, status, Clock, TickObserver, TickReport, TickResult};
+use crate::schedule::{
+    run_daemon, serve, status, Clock, ScheduleStatus, TickObserver, TickReport, TickResult,
+};
 use crate::spec::{list_pipelines, load_with_catalog, Pipeline};
 
 /// Runs one `pipeline schedule` action.
@@ -28,25 +30,7 @@ pub async fn execute(
     };
     let specs = scheduled(project, names, catalog)?;
     match action {
-        ScheduleAction::Tick { .. } => {
-            let mut reports = Vec::new();
-            for spec in &specs {
-                reports.push(serve(spec, clock.now(), Arc::new(Progress::stderr())).await?);
-            }
-            print_ticks(&reports, as_json);
-            let failed: Vec<&str> = reports
-                .iter()
-                .filter(|r| matches!(r.result, TickResult::Failed { .. }))
-                .map(|r| r.pipeline.as_str())
-                .collect();
-            if !failed.is_empty() {
-                return Err(Error::Failed(format!(
-                    "scheduled run(s) failed: {} (recorded; `pipeline runs` shows the error)",
-                    failed.join(", ")
-                )));
-            }
-            Ok(())
-        }
+        ScheduleAction::Tick { .. } => tick(&specs, &clock, as_json).await,
         ScheduleAction::Run { .. } => {
             let names = specs.iter().map(|s| s.name.clone()).collect();
             eprintln!(
@@ -77,46 +61,74 @@ pub async fn execute(
                 return Ok(());
             }
             for s in &all {
-                println!(
-                    "{} ({}, {}, catchup {})",
-                    s.pipeline, s.cron, s.timezone, s.catchup
-                );
-                match &s.last {
-                    Some(l) => println!(
-                        "  last tick:  {} -> {} by run {} at {}{}",
-                        l.tick,
-                        l.result,
-                        l.run_id,
-                        l.finished_at,
-                        l.error
-                            .as_ref()
-                            .map(|e| format!(": {e}"))
-                            .unwrap_or_default()
-                    ),
-                    None => println!("  last tick:  (none served yet)"),
-                }
-                println!("  due now:    {}", s.due.as_deref().unwrap_or("(nothing)"));
-                if !s.missed.is_empty() {
-                    println!("  missed:     {} ({})", s.missed.len(), s.missed.join(", "));
-                }
-                for (i, t) in s.next.iter().enumerate() {
-                    let label = if i == 0 {
-                        "next ticks: "
-                    } else {
-                        "            "
-                    };
-                    println!("  {label}{} (UTC {})", t.local, t.utc);
-                }
-                println!(
-                    "  lock:       {}",
-                    s.lock_holder
-                        .as_deref()
-                        .unwrap_or("free (no run in progress)")
-                );
+                print_status(s);
             }
             Ok(())
         }
     }
+}
+
+/// `schedule tick`: serves each pipeline's due tick once, prints the reports, and fails when
+/// any scheduled run failed.
+async fn tick(specs: &[Pipeline], clock: &Clock, as_json: bool) -> Result<()> {
+    let mut reports = Vec::new();
+    for spec in specs {
+        reports.push(serve(spec, clock.now(), Arc::new(Progress::stderr())).await?);
+    }
+    print_ticks(&reports, as_json);
+    let failed: Vec<&str> = reports
+        .iter()
+        .filter(|r| matches!(r.result, TickResult::Failed { .. }))
+        .map(|r| r.pipeline.as_str())
+        .collect();
+    if !failed.is_empty() {
+        return Err(Error::Failed(format!(
+            "scheduled run(s) failed: {} (recorded; `pipeline runs` shows the error)",
+            failed.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// One pipeline's `schedule status` as text: its schedule, last tick, what is due or
+/// missed, the next ticks and who holds its lock.
+fn print_status(s: &ScheduleStatus) {
+    println!(
+        "{} ({}, {}, catchup {})",
+        s.pipeline, s.cron, s.timezone, s.catchup
+    );
+    match &s.last {
+        Some(l) => println!(
+            "  last tick:  {} -> {} by run {} at {}{}",
+            l.tick,
+            l.result,
+            l.run_id,
+            l.finished_at,
+            l.error
+                .as_ref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default()
+        ),
+        None => println!("  last tick:  (none served yet)"),
+    }
+    println!("  due now:    {}", s.due.as_deref().unwrap_or("(nothing)"));
+    if !s.missed.is_empty() {
+        println!("  missed:     {} ({})", s.missed.len(), s.missed.join(", "));
+    }
+    for (i, t) in s.next.iter().enumerate() {
+        let label = if i == 0 {
+            "next ticks: "
+        } else {
+            "            "
+        };
+        println!("  {label}{} (UTC {})", t.local, t.utc);
+    }
+    println!(
+        "  lock:       {}",
+        s.lock_holder
+            .as_deref()
+            .unwrap_or("free (no run in progress)")
+    );
 }
 
 /// The pipelines named (default: every pipeline of the project with a `[schedule]`), loaded.

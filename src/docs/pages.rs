@@ -65,6 +65,23 @@ pub fn table(site: &Site, t: &TablePage) -> String {
         escape(&t.name),
         escape(&t.written_by)
     );
+    push_table_info(&mut body, t);
+    if let Some(sql) = &t.sql {
+        let _ = writeln!(
+            body,
+            "<h2>SQL</h2>\n<pre class=\"sql\">{}</pre>",
+            escape(sql)
+        );
+    }
+    push_lineage(&mut body, site, t);
+    push_expectations(&mut body, site, t);
+    push_snapshots(&mut body, t);
+    page(&site.pipeline.name, &t.name, "../", &body)
+}
+
+/// The table's size, current snapshot and metadata file, its schema and its partitioning;
+/// a note instead when it is not created yet.
+fn push_table_info(body: &mut String, t: &TablePage) {
     match &t.info {
         None => body.push_str(
             "<p class=\"muted\">Not created yet: the pipeline has not run on this catalog.</p>\n",
@@ -100,13 +117,11 @@ pub fn table(site: &Site, t: &TablePage) -> String {
             }
         }
     }
-    if let Some(sql) = &t.sql {
-        let _ = writeln!(
-            body,
-            "<h2>SQL</h2>\n<pre class=\"sql\">{}</pre>",
-            escape(sql)
-        );
-    }
+}
+
+/// Each column's lineage tree, with the columns it is computed from (nothing when the table
+/// has no lineage).
+fn push_lineage(body: &mut String, site: &Site, t: &TablePage) {
     if let Some(columns) = site.lineage.tables.get(&t.table) {
         body.push_str("<h2>Column lineage</h2>\n<p class=\"muted\">Each column's sources, through every transform, down to the source files' fields.</p>\n");
         for c in columns {
@@ -140,6 +155,10 @@ pub fn table(site: &Site, t: &TablePage) -> String {
             );
         }
     }
+}
+
+/// The table's expectations with their last result and its run.
+fn push_expectations(body: &mut String, site: &Site, t: &TablePage) {
     body.push_str("<h2>Expectations</h2>\n");
     let expectations: Vec<_> = site
         .pipeline
@@ -177,6 +196,10 @@ pub fn table(site: &Site, t: &TablePage) -> String {
         }
         body.push_str("</table>\n");
     }
+}
+
+/// The table's snapshots, newest first.
+fn push_snapshots(body: &mut String, t: &TablePage) {
     body.push_str("<h2>Snapshots</h2>\n");
     if t.snapshots.is_empty() {
         body.push_str("<p class=\"muted\">None.</p>\n");
@@ -199,7 +222,6 @@ pub fn table(site: &Site, t: &TablePage) -> String {
         }
         body.push_str("</table>\n");
     }
-    page(&site.pipeline.name, &t.name, "../", &body)
 }
 
 /// `runs.html`: a chart of rows and seconds per run, then every run's receipt.
@@ -325,46 +347,9 @@ pub(super) fn graph_of(site: &Site) -> (Vec<Node>, Vec<(String, String)>, Vec<St
         .tables
         .iter()
         .all(|t| ["bronze", "silver", "gold"].contains(&t.table.namespace.as_str()));
-    let mut depth: std::collections::BTreeMap<String, usize> = Default::default();
-    for t in &site.tables {
-        let column = if medallion {
-            match t.table.namespace.as_str() {
-                "bronze" => 1,
-                "silver" => 2,
-                _ => 3,
-            }
-        } else {
-            1 + t
-                .inputs
-                .iter()
-                .filter_map(|i| depth.get(i).copied())
-                .max()
-                .unwrap_or(0)
-        };
-        depth.insert(t.name.clone(), column);
-    }
+    let depth = columns_of_tables(site, medallion);
     let last = depth.values().copied().max().unwrap_or(1);
-    let mut nodes = Vec::new();
-    let mut edges = Vec::new();
-    for t in &site.tables {
-        for source in &t.sources {
-            let id = format!("source:{source}");
-            if !nodes.iter().any(|n: &Node| n.id == id) {
-                nodes.push(Node {
-                    id: id.clone(),
-                    label: source.rsplit('/').next().unwrap_or(source).to_string(),
-                    detail: source.clone(),
-                    column: 0,
-                    href: None,
-                    class: "source".into(),
-                });
-            }
-            edges.push((id, t.name.clone()));
-        }
-        for input in &t.inputs {
-            edges.push((input.clone(), t.name.clone()));
-        }
-    }
+    let (mut nodes, mut edges) = sources_and_inputs(site);
     for t in &site.tables {
         let detail = match &t.info {
             Some(i) => format!("{} rows", i.rows),
@@ -405,4 +390,55 @@ pub(super) fn graph_of(site: &Site) -> (Vec<Node>, Vec<(String, String)>, Vec<St
     }
     headers.push("readers".into());
     (nodes, edges, headers)
+}
+
+/// The DAG column of each table, by name: its layer (1 bronze, 2 silver, 3 gold) when every
+/// table is in one, else one more than its deepest input.
+fn columns_of_tables(site: &Site, medallion: bool) -> std::collections::BTreeMap<String, usize> {
+    let mut depth: std::collections::BTreeMap<String, usize> = Default::default();
+    for t in &site.tables {
+        let column = if medallion {
+            match t.table.namespace.as_str() {
+                "bronze" => 1,
+                "silver" => 2,
+                _ => 3,
+            }
+        } else {
+            1 + t
+                .inputs
+                .iter()
+                .filter_map(|i| depth.get(i).copied())
+                .max()
+                .unwrap_or(0)
+        };
+        depth.insert(t.name.clone(), column);
+    }
+    depth
+}
+
+/// One node per source file (column 0, each once), and the edges from sources and input
+/// tables to the tables that read them.
+fn sources_and_inputs(site: &Site) -> (Vec<Node>, Vec<(String, String)>) {
+    let mut nodes = Vec::new();
+    let mut edges = Vec::new();
+    for t in &site.tables {
+        for source in &t.sources {
+            let id = format!("source:{source}");
+            if !nodes.iter().any(|n: &Node| n.id == id) {
+                nodes.push(Node {
+                    id: id.clone(),
+                    label: source.rsplit('/').next().unwrap_or(source).to_string(),
+                    detail: source.clone(),
+                    column: 0,
+                    href: None,
+                    class: "source".into(),
+                });
+            }
+            edges.push((id, t.name.clone()));
+        }
+        for input in &t.inputs {
+            edges.push((input.clone(), t.name.clone()));
+        }
+    }
+    (nodes, edges)
 }

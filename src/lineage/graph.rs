@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use super::query::{Derivation, QueryLineage, Use};
 use crate::spec::{
-    BadRecordPolicy, ColumnRef, Format, IngestJob, Pipeline, TableName, DROP_QUARANTINE_COLUMNS,
-    LINEAGE_COLUMNS, QUARANTINE_COLUMNS,
+    BadRecordPolicy, ColumnRef, Format, IngestJob, Pipeline, TableName, TransformJob,
+    DROP_QUARANTINE_COLUMNS, LINEAGE_COLUMNS, QUARANTINE_COLUMNS,
 };
 
 /// Where a column's values come from.
@@ -99,6 +99,21 @@ pub fn pipeline_lineage(
 ) -> PipelineLineage {
     let mut out = PipelineLineage::default();
     for job in ingests {
+        out.add_ingest(job);
+    }
+    for job in &pipeline.transforms {
+        let Some(query) = queries.get(&job.table) else {
+            continue;
+        };
+        out.add_transform(job, query);
+    }
+    out
+}
+
+impl PipelineLineage {
+    /// Adds the columns of an ingest's bronze table (source fields, then the loader's
+    /// lineage columns) and of its quarantine table when it has one.
+    fn add_ingest(&mut self, job: &IngestJob) {
         let format = match job.format {
             Format::Csv => "csv",
             Format::Json => "json",
@@ -122,31 +137,32 @@ pub fn pipeline_lineage(
                     what: loader_column(name).to_string(),
                 }
             };
-            out.origins.insert(ColumnRef::new(&job.table, name), origin);
+            self.origins
+                .insert(ColumnRef::new(&job.table, name), origin);
             names.push(name.to_string());
         }
-        out.tables.insert(job.table.clone(), names);
+        self.tables.insert(job.table.clone(), names);
         if job.on_bad_record == BadRecordPolicy::Quarantine {
             let q = job.table.quarantine();
             let names: Vec<String> = QUARANTINE_COLUMNS.iter().map(|c| c.to_string()).collect();
             for name in &names {
-                out.origins.insert(
+                self.origins.insert(
                     ColumnRef::new(&q, name),
                     ColumnOrigin::Loader {
                         what: format!("a record of {} that failed to load", job.table),
                     },
                 );
             }
-            out.tables.insert(q, names);
+            self.tables.insert(q, names);
         }
     }
-    for job in &pipeline.transforms {
-        let Some(query) = queries.get(&job.table) else {
-            continue;
-        };
+
+    /// Adds the columns of a transform's table as its `query` computes them (and of its
+    /// quarantine table when it has `drop` expectations), and the table columns its SQL uses.
+    fn add_transform(&mut self, job: &TransformJob, query: &QueryLineage) {
         let mut names = Vec::new();
         for (name, derivation, expr) in &query.outputs {
-            out.origins.insert(
+            self.origins.insert(
                 ColumnRef::new(&job.table, name),
                 ColumnOrigin::Transform {
                     sql_file: job.sql_file.clone(),
@@ -161,12 +177,12 @@ pub fn pipeline_lineage(
             let q = job.table.quarantine();
             let mut q_names = names.clone();
             for name in &names {
-                if let Some(origin) = out.origins.get(&ColumnRef::new(&job.table, name)).cloned() {
-                    out.origins.insert(ColumnRef::new(&q, name), origin);
+                if let Some(origin) = self.origins.get(&ColumnRef::new(&job.table, name)).cloned() {
+                    self.origins.insert(ColumnRef::new(&q, name), origin);
                 }
             }
             for extra in DROP_QUARANTINE_COLUMNS {
-                out.origins.insert(
+                self.origins.insert(
                     ColumnRef::new(&q, extra),
                     ColumnOrigin::Loader {
                         what: format!(
@@ -177,17 +193,17 @@ pub fn pipeline_lineage(
                 );
                 q_names.push(extra.to_string());
             }
-            out.tables.insert(q, q_names);
+            self.tables.insert(q, q_names);
         }
-        out.tables.insert(job.table.clone(), names);
-        out.uses.insert(
+        self.tables.insert(job.table.clone(), names);
+        self.uses.insert(
             job.table.clone(),
             (job.sql_file.clone(), query.uses.clone()),
         );
     }
-    out
 }
 
+/// What the loader fills a lineage column of a bronze table with.
 fn loader_column(name: &str) -> &'static str {
     match name {
         "_source_file" => "the path of the source file the row was loaded from",

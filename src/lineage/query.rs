@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::Column;
-use datafusion::logical_expr::{Distinct, Expr, JoinType, LogicalPlan};
+use datafusion::logical_expr::{Distinct, Expr, JoinType, LogicalPlan, TableScan};
 
 use crate::spec::{ColumnRef, TableName};
 
@@ -105,6 +105,8 @@ fn strip_alias(e: &Expr) -> &Expr {
 /// Resolves a column of an enclosing query (an outer reference inside a subquery).
 type Outer<'a> = &'a dyn Fn(&Column) -> Option<Derivation>;
 
+/// The derivation of each output column of `plan`, in output order, recording in `uses`
+/// every table column its expressions (and those of its inputs and subqueries) name.
 fn node(plan: &LogicalPlan, uses: &mut BTreeSet<Use>, outer: Outer) -> Vec<Derivation> {
     let inputs: Vec<&LogicalPlan> = plan.inputs();
     let derived: Vec<Vec<Derivation>> = inputs.iter().map(|i| node(i, uses, outer)).collect();
@@ -132,20 +134,7 @@ fn node(plan: &LogicalPlan, uses: &mut BTreeSet<Use>, outer: Outer) -> Vec<Deriv
     let width = plan.schema().fields().len();
     let passthrough = || derived.first().cloned().unwrap_or_default();
     let out: Vec<Derivation> = match plan {
-        LogicalPlan::TableScan(scan) => {
-            let table = TableName::parse(&scan.table_name.to_string()).unwrap_or(TableName {
-                namespace: String::new(),
-                name: scan.table_name.to_string(),
-            });
-            scan.projected_schema
-                .fields()
-                .iter()
-                .map(|f| Derivation {
-                    sources: BTreeSet::from([ColumnRef::new(&table, f.name())]),
-                    direct: true,
-                })
-                .collect()
-        }
+        LogicalPlan::TableScan(scan) => table_scan(scan),
         LogicalPlan::Projection(p) => p.expr.iter().map(|e| expr_lineage(e, uses)).collect(),
         LogicalPlan::Aggregate(a) => a
             .group_expr
@@ -177,20 +166,7 @@ fn node(plan: &LogicalPlan, uses: &mut BTreeSet<Use>, outer: Outer) -> Vec<Deriv
             JoinType::RightSemi | JoinType::RightAnti => derived[1].clone(),
             _ => derived.iter().flatten().cloned().collect(),
         },
-        LogicalPlan::Union(_) => (0..width)
-            .map(|i| {
-                let mut d = Derivation {
-                    sources: BTreeSet::new(),
-                    direct: true,
-                };
-                for input in &derived {
-                    let Some(part) = input.get(i) else { continue };
-                    d.sources.extend(part.sources.iter().cloned());
-                    d.direct &= part.direct;
-                }
-                d
-            })
-            .collect(),
+        LogicalPlan::Union(_) => union(&derived, width),
         LogicalPlan::Filter(_)
         | LogicalPlan::Sort(_)
         | LogicalPlan::Limit(_)
@@ -206,6 +182,47 @@ fn node(plan: &LogicalPlan, uses: &mut BTreeSet<Use>, outer: Outer) -> Vec<Deriv
     if out.len() == width {
         return out;
     }
+    unknown_shape(&derived, width)
+}
+
+/// A table scan's columns: each the table's column of the same name, passed through.
+fn table_scan(scan: &TableScan) -> Vec<Derivation> {
+    let table = TableName::parse(&scan.table_name.to_string()).unwrap_or(TableName {
+        namespace: String::new(),
+        name: scan.table_name.to_string(),
+    });
+    scan.projected_schema
+        .fields()
+        .iter()
+        .map(|f| Derivation {
+            sources: BTreeSet::from([ColumnRef::new(&table, f.name())]),
+            direct: true,
+        })
+        .collect()
+}
+
+/// A union's `width` columns: each derives from the same column of every branch, and is
+/// direct when it is in all of them.
+fn union(derived: &[Vec<Derivation>], width: usize) -> Vec<Derivation> {
+    (0..width)
+        .map(|i| {
+            let mut d = Derivation {
+                sources: BTreeSet::new(),
+                direct: true,
+            };
+            for input in derived {
+                let Some(part) = input.get(i) else { continue };
+                d.sources.extend(part.sources.iter().cloned());
+                d.direct &= part.direct;
+            }
+            d
+        })
+        .collect()
+}
+
+/// The `width` columns of a node of unknown shape: none direct, each from everything its
+/// inputs derive from (over-reports, never misses).
+fn unknown_shape(derived: &[Vec<Derivation>], width: usize) -> Vec<Derivation> {
     // Unknown shape: every output column may derive from anything the inputs derive from.
     let all: BTreeSet<ColumnRef> = derived
         .iter()

@@ -60,6 +60,18 @@ impl JobGraph {
 /// Parses every transform and orders the jobs. A cycle is an error naming its tables, and
 /// where each SQL file reads the next one's.
 pub fn job_graph(pipeline: &Pipeline) -> Result<JobGraph> {
+    let mut graph = JobGraph {
+        transforms: parse_transforms(pipeline)?,
+        producers: producers(pipeline),
+        order: Vec::new(),
+    };
+    graph.order = dependency_order(&graph, pipeline)?;
+    Ok(graph)
+}
+
+/// Every transform parsed, by transform index; the lookup table of a `drop` expectation
+/// counts among its inputs.
+fn parse_transforms(pipeline: &Pipeline) -> Result<Vec<ParsedTransform>> {
     let mut transforms = pipeline
         .transforms
         .iter()
@@ -76,6 +88,11 @@ pub fn job_graph(pipeline: &Pipeline) -> Result<JobGraph> {
             }
         }
     }
+    Ok(transforms)
+}
+
+/// The producing job of every table the pipeline writes, quarantine tables included.
+fn producers(pipeline: &Pipeline) -> HashMap<TableName, JobId> {
     let mut producers = HashMap::new();
     for (i, job) in pipeline.ingests.iter().enumerate() {
         producers.insert(job.table.clone(), JobId::Ingest(i));
@@ -89,19 +106,21 @@ pub fn job_graph(pipeline: &Pipeline) -> Result<JobGraph> {
             producers.insert(job.table.quarantine(), JobId::Transform(i));
         }
     }
-    let mut graph = JobGraph {
-        transforms,
-        producers,
-        order: Vec::new(),
-    };
+    producers
+}
 
+/// A node's state in the depth-first sort.
+#[derive(Clone, Copy, PartialEq)]
+enum Mark {
+    White,
+    Grey,
+    Black,
+}
+
+/// The ingests, then the transforms each after the producers of its inputs; an error at the
+/// first cycle.
+fn dependency_order(graph: &JobGraph, pipeline: &Pipeline) -> Result<Vec<JobId>> {
     // Depth-first topological sort; a grey node met again closes a cycle.
-    #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
-        White,
-        Grey,
-        Black,
-    }
     let n = pipeline.transforms.len();
     let mut marks = vec![Mark::White; n];
     let mut order: Vec<JobId> = (0..pipeline.ingests.len()).map(JobId::Ingest).collect();
@@ -115,37 +134,7 @@ pub fn job_graph(pipeline: &Pipeline) -> Result<JobGraph> {
     ) -> Result<()> {
         match marks[i] {
             Mark::Black => return Ok(()),
-            Mark::Grey => {
-                let start = stack.iter().position(|&s| s == i).unwrap_or(0);
-                let mut names: Vec<String> = stack[start..]
-                    .iter()
-                    .map(|&s| pipeline.transforms[s].table.to_string())
-                    .collect();
-                names.push(pipeline.transforms[i].table.to_string());
-                // Where each transform of the cycle reads the next one's table.
-                let mut cycle: Vec<usize> = stack[start..].to_vec();
-                cycle.push(i);
-                let reads: Vec<String> = cycle
-                    .windows(2)
-                    .map(|pair| {
-                        let (job, next) =
-                            (&pipeline.transforms[pair[0]], &pipeline.transforms[pair[1]]);
-                        let line = line_naming(&job.sql, &next.table.to_string())
-                            .map(|l| format!(":{l}"))
-                            .unwrap_or_default();
-                        format!("{}{line} reads {}", job.sql_file.display(), next.table)
-                    })
-                    .collect();
-                return Err(Error::Pipeline {
-                    file: pipeline.transforms[i].origin.file.clone(),
-                    message: format!(
-                        "dependency cycle: {} ({})",
-                        names.join(" -> "),
-                        reads.join("; ")
-                    ),
-                    hint: Some("a transform cannot read, directly or through others, the table it produces".into()),
-                });
-            }
+            Mark::Grey => return Err(cycle_error(pipeline, stack, i)),
             Mark::White => {}
         }
         marks[i] = Mark::Grey;
@@ -162,8 +151,42 @@ pub fn job_graph(pipeline: &Pipeline) -> Result<JobGraph> {
     }
     for i in 0..n {
         let mut stack = Vec::new();
-        visit(i, &graph, pipeline, &mut marks, &mut stack, &mut order)?;
+        visit(i, graph, pipeline, &mut marks, &mut stack, &mut order)?;
     }
-    graph.order = order;
-    Ok(graph)
+    Ok(order)
+}
+
+/// The error for the cycle closed by meeting transform `i` again on the `stack` of the sort:
+/// its tables, and where each transform of it reads the next one's table.
+fn cycle_error(pipeline: &Pipeline, stack: &[usize], i: usize) -> Error {
+    let start = stack.iter().position(|&s| s == i).unwrap_or(0);
+    let mut names: Vec<String> = stack[start..]
+        .iter()
+        .map(|&s| pipeline.transforms[s].table.to_string())
+        .collect();
+    names.push(pipeline.transforms[i].table.to_string());
+    // Where each transform of the cycle reads the next one's table.
+    let mut cycle: Vec<usize> = stack[start..].to_vec();
+    cycle.push(i);
+    let reads: Vec<String> = cycle
+        .windows(2)
+        .map(|pair| {
+            let (job, next) = (&pipeline.transforms[pair[0]], &pipeline.transforms[pair[1]]);
+            let line = line_naming(&job.sql, &next.table.to_string())
+                .map(|l| format!(":{l}"))
+                .unwrap_or_default();
+            format!("{}{line} reads {}", job.sql_file.display(), next.table)
+        })
+        .collect();
+    Error::Pipeline {
+        file: pipeline.transforms[i].origin.file.clone(),
+        message: format!(
+            "dependency cycle: {} ({})",
+            names.join(" -> "),
+            reads.join("; ")
+        ),
+        hint: Some(
+            "a transform cannot read, directly or through others, the table it produces".into(),
+        ),
+    }
 }

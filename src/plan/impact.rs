@@ -17,17 +17,22 @@ use iceberg::arrow::schema_to_arrow_schema;
 use iceberg::spec::TableMetadata;
 use serde::Serialize;
 
-use super::graph::{job_graph, JobId};
+use datafusion::logical_expr::LogicalPlan;
+
+use super::graph::{job_graph, JobGraph, JobId};
+use super::schema_diff::diff;
 use crate::catalog::PipelineCatalog;
-use crate::commit::{schema_of, type_change, DesiredColumn, TypeChange};
+use crate::commit::{schema_of, DesiredColumn};
 use crate::engine::{admit, lines_naming, plan, session_over, Entry};
 use crate::error::{Error, Result};
 use crate::ingest::{output_tables, with_added_columns};
 use crate::lineage::{
     pipeline_lineage, query_lineage, record, recorded_on, renames, PipelineLineage, QueryLineage,
 };
-use crate::spec::{ColumnRef, Pipeline, ReaderUses, TableName};
-use crate::transform::{logical_plan, output_columns, transform_quarantine_columns};
+use crate::spec::{ColumnRef, IngestJob, Pipeline, ReaderUses, TableName, TransformJob};
+use crate::transform::{
+    logical_plan, output_columns, transform_quarantine_columns, ParsedTransform,
+};
 
 /// Everything `pipeline plan` found.
 #[derive(Debug, Serialize)]
@@ -137,7 +142,35 @@ pub struct Failure {
 pub async fn plan_changes(pipeline: &Pipeline) -> Result<SchemaPlan> {
     let graph = job_graph(pipeline)?;
     let catalog = PipelineCatalog::connect(&pipeline.catalog).await?;
+    let live = live_metadata(&catalog, &graph).await?;
+    let mut worlds = Worlds::over_external_inputs(&graph, &live)?;
+    let ingests = worlds.plan_ingests(pipeline)?;
+    for job_id in &graph.order {
+        let JobId::Transform(i) = *job_id else {
+            continue;
+        };
+        worlds
+            .plan_transform(&pipeline.transforms[i], &graph.transforms[i])
+            .await?;
+    }
+    let today = pipeline_lineage(pipeline, &ingests, &worlds.live_lineage);
+    let (reader_uses, unplanned_readers) = reader_uses(pipeline, &worlds.live_schemas).await;
+    let (tables, unchanged) = worlds.table_plans(pipeline, &today, &reader_uses);
+    Ok(SchemaPlan {
+        pipeline: pipeline.name.clone(),
+        tables,
+        unchanged,
+        failures: worlds.failures,
+        unplanned_readers,
+    })
+}
 
+/// The metadata of the live tables the pipeline writes or reads from outside, by name (those
+/// that do not exist are absent).
+async fn live_metadata(
+    catalog: &PipelineCatalog,
+    graph: &JobGraph,
+) -> Result<HashMap<TableName, TableMetadata>> {
     let mut live: HashMap<TableName, TableMetadata> = HashMap::new();
     let mut wanted: BTreeSet<TableName> = graph.producers.keys().cloned().collect();
     wanted.extend(graph.external_inputs().into_iter().map(|(_, t)| t));
@@ -146,96 +179,152 @@ pub async fn plan_changes(pipeline: &Pipeline) -> Result<SchemaPlan> {
             live.insert(table.clone(), t.metadata().clone());
         }
     }
-    let arrow_of = |m: &TableMetadata| -> Result<SchemaRef> {
-        Ok(Arc::new(schema_to_arrow_schema(m.current_schema())?))
-    };
+    Ok(live)
+}
 
-    let mut new_schemas: HashMap<TableName, SchemaRef> = HashMap::new();
-    let mut live_schemas: HashMap<TableName, SchemaRef> = HashMap::new();
-    for (_, table) in graph.external_inputs() {
-        if let Some(m) = live.get(&table) {
-            new_schemas.insert(table.clone(), arrow_of(m)?);
-            live_schemas.insert(table.clone(), arrow_of(m)?);
-        }
-    }
-    // The columns each produced table would get, in order.
-    let mut new_columns: BTreeMap<TableName, Vec<DesiredColumn>> = BTreeMap::new();
-    let mut ingests = Vec::new();
-    for job in &pipeline.ingests {
-        let job = with_added_columns(job, live.get(&job.table));
-        for (table, columns) in output_tables(&job) {
-            let schema = Arc::new(schema_to_arrow_schema(&schema_of(&columns)?)?);
-            let live_schema = live.get(&table).map(arrow_of).transpose()?;
-            live_schemas.insert(table.clone(), live_schema.unwrap_or_else(|| schema.clone()));
-            new_schemas.insert(table.clone(), schema);
-            new_columns.insert(table, columns);
-        }
-        ingests.push(job);
-    }
+/// The Arrow schema of a table's current Iceberg schema.
+fn arrow_of(m: &TableMetadata) -> Result<SchemaRef> {
+    Ok(Arc::new(schema_to_arrow_schema(m.current_schema())?))
+}
 
-    let mut failures = Vec::new();
-    let mut live_lineage: BTreeMap<TableName, QueryLineage> = BTreeMap::new();
+/// The two worlds being planned, filled job by job in dependency order: the schemas the run
+/// would produce (new) and the tables as they are (live), with what planning them found.
+struct Worlds<'a> {
+    /// The live tables' metadata, by name (absent: not created yet).
+    live: &'a HashMap<TableName, TableMetadata>,
+    /// The schema of each table as the run would leave it.
+    new_schemas: HashMap<TableName, SchemaRef>,
+    /// The schema of each table today (as the run would create it, when it does not exist).
+    live_schemas: HashMap<TableName, SchemaRef>,
+    /// The columns each produced table would get, in order.
+    new_columns: BTreeMap<TableName, Vec<DesiredColumn>>,
+    /// Transforms whose SQL would not plan against the new schemas.
+    failures: Vec<Failure>,
+    /// The lineage of each transform planned against the live tables.
+    live_lineage: BTreeMap<TableName, QueryLineage>,
     // Renames by table (new -> old name), and as `ns.table.old` -> `ns.table.new` for the
     // transforms downstream of them.
-    let mut renamed: BTreeMap<TableName, BTreeMap<String, String>> = BTreeMap::new();
-    let mut upstream: BTreeMap<String, String> = BTreeMap::new();
-    for job_id in &graph.order {
-        let JobId::Transform(i) = *job_id else {
-            continue;
-        };
-        let job = &pipeline.transforms[i];
-        let parsed = &graph.transforms[i];
-        let live_schema = live.get(&job.table).map(arrow_of).transpose()?;
-        let session = session_over(&new_schemas, &parsed.inputs)?;
-        match logical_plan(&session, job, parsed).await {
-            Ok(logical) => {
-                let columns = output_columns(job, &logical)?;
-                new_schemas.insert(
-                    job.table.clone(),
-                    Arc::new(schema_to_arrow_schema(&schema_of(&columns)?)?),
-                );
-                let lineage = query_lineage(&logical);
-                if let Some(m) = live.get(&job.table) {
-                    let r = renames(&recorded_on(m), &record(&lineage), &upstream);
-                    for (new, old) in &r {
-                        upstream.insert(
-                            format!("{}.{old}", job.table),
-                            format!("{}.{new}", job.table),
-                        );
-                    }
-                    renamed.insert(job.table.clone(), r);
-                }
-                if !job.drops.is_empty() {
-                    let q = transform_quarantine_columns(&columns);
-                    let schema = Arc::new(schema_to_arrow_schema(&schema_of(&q)?)?);
-                    let q_table = job.table.quarantine();
-                    let live_q = live.get(&q_table).map(arrow_of).transpose()?;
-                    live_schemas.insert(q_table.clone(), live_q.unwrap_or_else(|| schema.clone()));
-                    new_schemas.insert(q_table.clone(), schema);
-                    new_columns.insert(q_table, q);
-                }
-                new_columns.insert(job.table.clone(), columns);
+    renamed: BTreeMap<TableName, BTreeMap<String, String>>,
+    upstream: BTreeMap<String, String>,
+}
+
+impl<'a> Worlds<'a> {
+    /// Both worlds holding only the live schemas of the tables read from outside the
+    /// pipeline (which the run does not change).
+    fn over_external_inputs(
+        graph: &JobGraph,
+        live: &'a HashMap<TableName, TableMetadata>,
+    ) -> Result<Worlds<'a>> {
+        let mut new_schemas: HashMap<TableName, SchemaRef> = HashMap::new();
+        let mut live_schemas: HashMap<TableName, SchemaRef> = HashMap::new();
+        for (_, table) in graph.external_inputs() {
+            if let Some(m) = live.get(&table) {
+                new_schemas.insert(table.clone(), arrow_of(m)?);
+                live_schemas.insert(table.clone(), arrow_of(m)?);
             }
+        }
+        Ok(Worlds {
+            live,
+            new_schemas,
+            live_schemas,
+            new_columns: BTreeMap::new(),
+            failures: Vec::new(),
+            live_lineage: BTreeMap::new(),
+            renamed: BTreeMap::new(),
+            upstream: BTreeMap::new(),
+        })
+    }
+
+    /// Adds the tables of every ingest (bronze and quarantine) to both worlds; returns the
+    /// ingests with the columns the live tables already added.
+    fn plan_ingests(&mut self, pipeline: &Pipeline) -> Result<Vec<IngestJob>> {
+        let mut ingests = Vec::new();
+        for job in &pipeline.ingests {
+            let job = with_added_columns(job, self.live.get(&job.table));
+            for (table, columns) in output_tables(&job) {
+                let schema = Arc::new(schema_to_arrow_schema(&schema_of(&columns)?)?);
+                let live_schema = self.live.get(&table).map(arrow_of).transpose()?;
+                self.live_schemas
+                    .insert(table.clone(), live_schema.unwrap_or_else(|| schema.clone()));
+                self.new_schemas.insert(table.clone(), schema);
+                self.new_columns.insert(table, columns);
+            }
+            ingests.push(job);
+        }
+        Ok(ingests)
+    }
+
+    /// Plans one transform in both worlds, after the jobs it reads.
+    async fn plan_transform(&mut self, job: &TransformJob, parsed: &ParsedTransform) -> Result<()> {
+        let live_schema = self.live.get(&job.table).map(arrow_of).transpose()?;
+        let session = session_over(&self.new_schemas, &parsed.inputs)?;
+        match logical_plan(&session, job, parsed).await {
+            Ok(logical) => self.add_new(job, &logical)?,
             Err(e) => {
                 let (line, message) = match e {
                     Error::Sql { line, message, .. } => (line, message),
                     other => (None, other.to_string()),
                 };
-                failures.push(Failure {
+                self.failures.push(Failure {
                     name: job.table.to_string(),
                     file: job.sql_file.clone(),
                     line,
                     message,
                 });
                 if let Some(s) = &live_schema {
-                    new_schemas.insert(job.table.clone(), s.clone());
+                    self.new_schemas.insert(job.table.clone(), s.clone());
                 }
             }
         }
-        let session = session_over(&live_schemas, &parsed.inputs)?;
+        self.plan_live(job, parsed, live_schema).await
+    }
+
+    /// Adds what a transform planned in the new world would write (its table and quarantine
+    /// table), and the columns it renames since its table's last run.
+    fn add_new(&mut self, job: &TransformJob, logical: &LogicalPlan) -> Result<()> {
+        let columns = output_columns(job, logical)?;
+        self.new_schemas.insert(
+            job.table.clone(),
+            Arc::new(schema_to_arrow_schema(&schema_of(&columns)?)?),
+        );
+        let lineage = query_lineage(logical);
+        if let Some(m) = self.live.get(&job.table) {
+            let r = renames(&recorded_on(m), &record(&lineage), &self.upstream);
+            for (new, old) in &r {
+                self.upstream.insert(
+                    format!("{}.{old}", job.table),
+                    format!("{}.{new}", job.table),
+                );
+            }
+            self.renamed.insert(job.table.clone(), r);
+        }
+        if !job.drops.is_empty() {
+            let q = transform_quarantine_columns(&columns);
+            let schema = Arc::new(schema_to_arrow_schema(&schema_of(&q)?)?);
+            let q_table = job.table.quarantine();
+            let live_q = self.live.get(&q_table).map(arrow_of).transpose()?;
+            self.live_schemas
+                .insert(q_table.clone(), live_q.unwrap_or_else(|| schema.clone()));
+            self.new_schemas.insert(q_table.clone(), schema);
+            self.new_columns.insert(q_table, q);
+        }
+        self.new_columns.insert(job.table.clone(), columns);
+        Ok(())
+    }
+
+    /// Plans a transform against the live tables: its lineage today, and its table's live
+    /// schema (or the one it would create, when it does not exist and its SQL plans).
+    async fn plan_live(
+        &mut self,
+        job: &TransformJob,
+        parsed: &ParsedTransform,
+        live_schema: Option<SchemaRef>,
+    ) -> Result<()> {
+        let session = session_over(&self.live_schemas, &parsed.inputs)?;
         let planned_live = logical_plan(&session, job, parsed).await;
         if let Ok(logical) = &planned_live {
-            live_lineage.insert(job.table.clone(), query_lineage(logical));
+            self.live_lineage
+                .insert(job.table.clone(), query_lineage(logical));
         }
         let schema = match (live_schema, planned_live) {
             (Some(s), _) => Some(s),
@@ -245,12 +334,60 @@ pub async fn plan_changes(pipeline: &Pipeline) -> Result<SchemaPlan> {
             (None, Err(_)) => None,
         };
         if let Some(s) = schema {
-            live_schemas.insert(job.table.clone(), s);
+            self.live_schemas.insert(job.table.clone(), s);
         }
+        Ok(())
     }
-    let today = pipeline_lineage(pipeline, &ingests, &live_lineage);
 
-    // What each reader uses today.
+    /// The plan of each produced table in the spec's order, and the names of those whose
+    /// schema stays as it is.
+    fn table_plans(
+        &self,
+        pipeline: &Pipeline,
+        today: &PipelineLineage,
+        reader_uses: &[BTreeSet<ColumnRef>],
+    ) -> (Vec<TablePlan>, Vec<String>) {
+        let mut tables = Vec::new();
+        let mut unchanged = Vec::new();
+        for (table, columns) in ordered(pipeline, &self.new_columns) {
+            let Some(metadata) = self.live.get(&table) else {
+                tables.push(TablePlan {
+                    table: table.to_string(),
+                    new: true,
+                    changes: Vec::new(),
+                });
+                continue;
+            };
+            let none = BTreeMap::new();
+            let kinds = diff(metadata, columns, self.renamed.get(&table).unwrap_or(&none));
+            if kinds.is_empty() {
+                unchanged.push(table.to_string());
+                continue;
+            }
+            let changes = kinds
+                .into_iter()
+                .map(|(kind, breaking)| Change {
+                    breaks: breaks_of_change(&table, &kind, breaking, today, pipeline, reader_uses),
+                    kind,
+                    breaking,
+                })
+                .collect();
+            tables.push(TablePlan {
+                table: table.to_string(),
+                new: false,
+                changes,
+            });
+        }
+        (tables, unchanged)
+    }
+}
+
+/// What each reader uses today (in the spec's order; nothing for one whose SQL does not plan
+/// against `live_schemas`), and the readers whose SQL does not plan.
+async fn reader_uses(
+    pipeline: &Pipeline,
+    live_schemas: &HashMap<TableName, SchemaRef>,
+) -> (Vec<BTreeSet<ColumnRef>>, Vec<Failure>) {
     let mut unplanned_readers = Vec::new();
     let mut reader_uses: Vec<BTreeSet<ColumnRef>> = Vec::new();
     for reader in &pipeline.readers {
@@ -258,7 +395,7 @@ pub async fn plan_changes(pipeline: &Pipeline) -> Result<SchemaPlan> {
             ReaderUses::Columns(columns) => {
                 columns.iter().filter_map(|c| ColumnRef::parse(c)).collect()
             }
-            ReaderUses::Sql(sql) => match plan_reader(sql, &live_schemas).await {
+            ReaderUses::Sql(sql) => match plan_reader(sql, live_schemas).await {
                 Ok(lineage) => lineage.uses.into_iter().map(|u| u.column).collect(),
                 Err(message) => {
                     unplanned_readers.push(Failure {
@@ -273,61 +410,28 @@ pub async fn plan_changes(pipeline: &Pipeline) -> Result<SchemaPlan> {
         };
         reader_uses.push(uses);
     }
+    (reader_uses, unplanned_readers)
+}
 
-    let mut tables = Vec::new();
-    let mut unchanged = Vec::new();
-    for (table, columns) in ordered(pipeline, &new_columns) {
-        let Some(metadata) = live.get(&table) else {
-            tables.push(TablePlan {
-                table: table.to_string(),
-                new: true,
-                changes: Vec::new(),
-            });
-            continue;
-        };
-        let none = BTreeMap::new();
-        let kinds = diff(metadata, columns, renamed.get(&table).unwrap_or(&none));
-        if kinds.is_empty() {
-            unchanged.push(table.to_string());
-            continue;
-        }
-        let changes = kinds
-            .into_iter()
-            .map(|(kind, breaking)| {
-                let breaks = match (&kind, breaking) {
-                    (
-                        ChangeKind::Dropped { column }
-                        | ChangeKind::Renamed { from: column, .. }
-                        | ChangeKind::Retyped { column, .. },
-                        true,
-                    ) => breaks_of(
-                        &ColumnRef::new(&table, column),
-                        &today,
-                        pipeline,
-                        &reader_uses,
-                    ),
-                    _ => Vec::new(),
-                };
-                Change {
-                    kind,
-                    breaking,
-                    breaks,
-                }
-            })
-            .collect();
-        tables.push(TablePlan {
-            table: table.to_string(),
-            new: false,
-            changes,
-        });
+/// What a change to `table` breaks: for a breaking drop, rename or retype, everything that
+/// uses the column today; nothing otherwise.
+fn breaks_of_change(
+    table: &TableName,
+    kind: &ChangeKind,
+    breaking: bool,
+    today: &PipelineLineage,
+    pipeline: &Pipeline,
+    reader_uses: &[BTreeSet<ColumnRef>],
+) -> Vec<Break> {
+    match (kind, breaking) {
+        (
+            ChangeKind::Dropped { column }
+            | ChangeKind::Renamed { from: column, .. }
+            | ChangeKind::Retyped { column, .. },
+            true,
+        ) => breaks_of(&ColumnRef::new(table, column), today, pipeline, reader_uses),
+        _ => Vec::new(),
     }
-    Ok(SchemaPlan {
-        pipeline: pipeline.name.clone(),
-        tables,
-        unchanged,
-        failures,
-        unplanned_readers,
-    })
 }
 
 /// The produced tables in the spec's order (ingests, their quarantine tables, transforms).
@@ -348,90 +452,6 @@ fn ordered<'a>(
         .into_iter()
         .filter_map(|t| columns.get(&t).map(|c| (t, c.as_slice())))
         .collect()
-}
-
-/// Column changes from the live schema to `columns` (each with whether it breaks readers).
-fn diff(
-    live: &TableMetadata,
-    columns: &[DesiredColumn],
-    renamed: &BTreeMap<String, String>,
-) -> Vec<(ChangeKind, bool)> {
-    let schema = live.current_schema();
-    let old: Vec<(String, iceberg::spec::Type)> = schema
-        .as_struct()
-        .fields()
-        .iter()
-        .map(|f| (f.name.clone(), f.field_type.as_ref().clone()))
-        .collect();
-    // A rename whose type cannot be read as the new one is a drop and an add (new field id).
-    let renamed: BTreeMap<String, String> = renamed
-        .iter()
-        .filter(|(new, old)| {
-            let old_ty = schema.field_by_name(old).map(|f| f.field_type.as_ref().clone());
-            let new_ty = columns.iter().find(|c| &c.name == *new).map(|c| &c.ty);
-            matches!((old_ty, new_ty), (Some(o), Some(n)) if type_change(&o, n) != TypeChange::Incompatible)
-        })
-        .map(|(n, o)| (n.clone(), o.clone()))
-        .collect();
-    let renamed = &renamed;
-    let renamed_from: BTreeSet<&String> = renamed.values().collect();
-    let mut out = Vec::new();
-    for (name, ty) in &old {
-        let now = columns.iter().find(|c| &c.name == name);
-        match now {
-            None if renamed_from.contains(name) => {
-                let to = renamed
-                    .iter()
-                    .find(|(_, from)| *from == name)
-                    .map(|(to, _)| to.clone())
-                    .unwrap_or_default();
-                out.push((
-                    ChangeKind::Renamed {
-                        from: name.clone(),
-                        to,
-                    },
-                    true,
-                ));
-            }
-            None => out.push((
-                ChangeKind::Dropped {
-                    column: name.clone(),
-                },
-                true,
-            )),
-            Some(c) => match type_change(ty, &c.ty) {
-                TypeChange::Same => {}
-                TypeChange::Widen => out.push((
-                    ChangeKind::Widened {
-                        column: name.clone(),
-                        from: ty.to_string(),
-                        to: c.ty.to_string(),
-                    },
-                    false,
-                )),
-                TypeChange::Incompatible => out.push((
-                    ChangeKind::Retyped {
-                        column: name.clone(),
-                        from: ty.to_string(),
-                        to: c.ty.to_string(),
-                    },
-                    true,
-                )),
-            },
-        }
-    }
-    for c in columns {
-        if !old.iter().any(|(n, _)| *n == c.name) && !renamed.contains_key(&c.name) {
-            out.push((
-                ChangeKind::Added {
-                    column: c.name.clone(),
-                    ty: c.ty.to_string(),
-                },
-                false,
-            ));
-        }
-    }
-    out
 }
 
 /// Everything that uses `column`, or a column computed from it, today.

@@ -9,6 +9,7 @@ pub mod backfill_plan;
 pub mod graph;
 pub mod impact;
 pub mod lineage;
+mod schema_diff;
 pub mod scope;
 pub mod validate;
 

@@ -9,6 +9,7 @@
 //! column bounds, the time ranges to recompute.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 use iceberg::spec::TableMetadata;
 use iceberg::table::Table;
@@ -98,38 +99,17 @@ pub async fn decide(
     if full_refresh {
         return Ok(Scope::Full("--full-refresh".into()));
     }
-    let Some(snapshot) = current.and_then(|m| m.current_snapshot()) else {
-        return Ok(Scope::Full("new table".into()));
+    let changed = match changed_inputs(job, current, inputs) {
+        ControlFlow::Continue(changed) => changed,
+        ControlFlow::Break(scope) => return Ok(scope),
     };
-    let summary = &snapshot.summary().additional_properties;
-    let recorded: Option<BTreeMap<String, Option<i64>>> = summary
-        .get(INPUTS)
-        .and_then(|v| serde_json::from_str(v).ok());
-    let Some(recorded) = recorded else {
-        return Ok(Scope::Full(
-            "no record of the inputs of its last run".into(),
-        ));
-    };
-    if summary.get(TRANSFORM) != Some(&fingerprint(job)) {
-        return Ok(Scope::Full("SQL or partitioning changed".into()));
-    }
-    let mut changed = Vec::new();
-    for (name, table) in inputs {
-        match recorded.get(&name.to_string()) {
-            Some(id) if *id == table.metadata().current_snapshot_id() => {}
-            // Only compacted (or manifests rewritten) since: the same rows.
-            Some(id) if id.is_some() && only_replaced_since(table.metadata(), *id) => {}
-            Some(id) => changed.push((name, table, *id)),
-            None => return Ok(Scope::Full(format!("new input {name}"))),
-        }
-    }
     if changed.is_empty() && forced.is_none() {
         return Ok(Scope::UpToDate);
     }
     let names = || {
         changed
             .iter()
-            .map(|(n, _, _)| n.to_string())
+            .map(|c| c.name.to_string())
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -146,40 +126,9 @@ pub async fn decide(
     if let Some(f) = forced {
         range.add_instants(f.from, f.to);
     }
-    for (name, table, old_id) in changed {
-        let Some(column) = job.range_column(name) else {
-            return Ok(Scope::Full(format!(
-                "{name} changed and is not in incremental_by"
-            )));
-        };
-        let metadata = table.metadata();
-        let Some(field) = metadata.current_schema().field_by_name(column) else {
-            return Ok(Scope::Full(format!("{name} has no column `{column}`")));
-        };
-        let field_id = field.id;
-        let files = data_changes(
-            table.file_io(),
-            metadata,
-            old_id,
-            metadata.current_snapshot_id(),
-        )
-        .await?;
-        let Some(files) = files else {
-            return Ok(Scope::Full(format!(
-                "{name}: the snapshot its last run read is gone"
-            )));
-        };
-        for file in &files {
-            match file_times(file, field_id) {
-                FileTimes::Within(lo, hi) => range.add_instants(lo, hi),
-                FileTimes::AllNull => {}
-                FileTimes::Unknown => {
-                    return Ok(Scope::Full(format!(
-                        "{name}: file {} has no min/max for `{column}`",
-                        file.file_path()
-                    )))
-                }
-            }
+    for input in &changed {
+        if let ControlFlow::Break(scope) = add_changed_files(job, input, &mut range).await? {
+            return Ok(scope);
         }
     }
     Ok(if range.is_empty() {
@@ -187,6 +136,102 @@ pub async fn decide(
     } else {
         Scope::Range(range)
     })
+}
+
+/// An input whose rows changed since the table's last run.
+struct ChangedInput<'a> {
+    name: &'a TableName,
+    table: &'a Table,
+    /// The snapshot of it that the last run read.
+    old_id: Option<i64>,
+}
+
+/// The inputs whose rows changed since the table's last run, in `inputs`' order; `Break`
+/// with a full refresh when the table is new, its last run recorded no inputs, its SQL or
+/// partitioning changed, or an input is new.
+fn changed_inputs<'a>(
+    job: &TransformJob,
+    current: Option<&TableMetadata>,
+    inputs: &'a [(TableName, Table)],
+) -> ControlFlow<Scope, Vec<ChangedInput<'a>>> {
+    let Some(snapshot) = current.and_then(|m| m.current_snapshot()) else {
+        return ControlFlow::Break(Scope::Full("new table".into()));
+    };
+    let summary = &snapshot.summary().additional_properties;
+    let recorded: Option<BTreeMap<String, Option<i64>>> = summary
+        .get(INPUTS)
+        .and_then(|v| serde_json::from_str(v).ok());
+    let Some(recorded) = recorded else {
+        return ControlFlow::Break(Scope::Full(
+            "no record of the inputs of its last run".into(),
+        ));
+    };
+    if summary.get(TRANSFORM) != Some(&fingerprint(job)) {
+        return ControlFlow::Break(Scope::Full("SQL or partitioning changed".into()));
+    }
+    let mut changed = Vec::new();
+    for (name, table) in inputs {
+        match recorded.get(&name.to_string()) {
+            Some(id) if *id == table.metadata().current_snapshot_id() => {}
+            // Only compacted (or manifests rewritten) since: the same rows.
+            Some(id) if id.is_some() && only_replaced_since(table.metadata(), *id) => {}
+            Some(id) => changed.push(ChangedInput {
+                name,
+                table,
+                old_id: *id,
+            }),
+            None => return ControlFlow::Break(Scope::Full(format!("new input {name}"))),
+        }
+    }
+    ControlFlow::Continue(changed)
+}
+
+/// Adds to `range` the time ranges (by the input's `incremental_by` column) of the files
+/// added to or removed from `input` since the last run; `Break` with a full refresh when
+/// they cannot be known.
+async fn add_changed_files(
+    job: &TransformJob,
+    input: &ChangedInput<'_>,
+    range: &mut PartitionRange,
+) -> Result<ControlFlow<Scope>> {
+    let (name, table, old_id) = (input.name, input.table, input.old_id);
+    let Some(column) = job.range_column(name) else {
+        return Ok(ControlFlow::Break(Scope::Full(format!(
+            "{name} changed and is not in incremental_by"
+        ))));
+    };
+    let metadata = table.metadata();
+    let Some(field) = metadata.current_schema().field_by_name(column) else {
+        return Ok(ControlFlow::Break(Scope::Full(format!(
+            "{name} has no column `{column}`"
+        ))));
+    };
+    let field_id = field.id;
+    let files = data_changes(
+        table.file_io(),
+        metadata,
+        old_id,
+        metadata.current_snapshot_id(),
+    )
+    .await?;
+    let Some(files) = files else {
+        return Ok(ControlFlow::Break(Scope::Full(format!(
+            "{name}: the snapshot its last run read is gone"
+        ))));
+    };
+    for file in &files {
+        match file_times(file, field_id) {
+            FileTimes::Within(lo, hi) => range.add_instants(lo, hi),
+            FileTimes::AllNull => {}
+            FileTimes::Unknown => {
+                return Ok(ControlFlow::Break(Scope::Full(format!(
+                    "{name}: file {} has no min/max for `{column}`",
+                    file.file_path()
+                ))))
+            }
+        }
+    }
+    Ok(ControlFlow::Continue(()))
 }
 
 #[cfg(test)]

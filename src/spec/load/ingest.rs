@@ -8,6 +8,7 @@ use crate::spec::column_type::{ColumnType, TYPE_NAMES};
 use crate::spec::ingest::{
     BadRecordPolicy, ColumnSpec, CsvOptions, Format, IngestJob, SchemaEvolution,
 };
+use crate::spec::partition::PartitionField;
 use crate::spec::sql::is_identifier;
 
 /// `delimiter`, `quote` and `header`: one byte each, apart from each other and from a line
@@ -43,9 +44,37 @@ fn csv_options(at: &Positions, raw: &RawIngest) -> Result<CsvOptions> {
     })
 }
 
+/// One `[[ingest]]` table.
 pub(super) fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
     let table = table_name(at, &raw.table)?;
-    let format = match raw.format.get_ref().as_str() {
+    let format = format(at, raw)?;
+    let paths = source_paths(at, raw)?;
+    let columns = schema_columns(at, raw)?;
+    let partition_by = partition_by(at, raw, &columns)?;
+    let on_bad_record = on_bad_record(at, raw)?;
+    let schema_evolution = schema_evolution(at, raw, format)?;
+    Ok(IngestJob {
+        table,
+        format,
+        paths,
+        columns,
+        partition_by,
+        on_bad_record,
+        schema_evolution,
+        csv: csv_options(at, raw)?,
+        null_values: raw
+            .null_values
+            .clone()
+            .unwrap_or_else(|| vec![String::new()]),
+        target_file_size: target_size(&raw.target_file_size_mb, at)?,
+        origin: at.origin(raw.table.span()),
+        erase: erase_columns(&raw.erase, at)?,
+    })
+}
+
+/// `format`: `csv`, or newline-delimited `json` (also spelled `jsonl` or `ndjson`).
+fn format(at: &Positions, raw: &RawIngest) -> Result<Format> {
+    Ok(match raw.format.get_ref().as_str() {
         "csv" => Format::Csv,
         "json" | "jsonl" | "ndjson" => Format::Json,
         other => {
@@ -55,7 +84,11 @@ pub(super) fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
                 Some("format is \"csv\" or \"json\" (newline-delimited)".into()),
             ))
         }
-    };
+    })
+}
+
+/// `path`: one path or a list of them, at least one.
+fn source_paths(at: &Positions, raw: &RawIngest) -> Result<Vec<String>> {
     let paths = match raw.path.get_ref() {
         OneOrMany::One(p) => vec![p.clone()],
         OneOrMany::Many(ps) => ps.clone(),
@@ -63,6 +96,12 @@ pub(super) fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
     if paths.is_empty() {
         return Err(at.error(raw.path.span(), "path lists no files".into(), None));
     }
+    Ok(paths)
+}
+
+/// `[ingest.schema]`: at least one column, each a valid name with a known type, `not null`
+/// making it required; in the order written.
+fn schema_columns(at: &Positions, raw: &RawIngest) -> Result<Vec<ColumnSpec>> {
     let mut columns = Vec::new();
     for (name, ty) in raw.schema.get_ref() {
         if !is_identifier(name) || name.starts_with('_') {
@@ -96,6 +135,15 @@ pub(super) fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
     if columns.is_empty() {
         return Err(at.error(raw.schema.span(), "schema declares no columns".into(), None));
     }
+    Ok(columns)
+}
+
+/// `partition_by`: each field on a column of the schema, with a transform its type takes.
+fn partition_by(
+    at: &Positions,
+    raw: &RawIngest,
+    columns: &[ColumnSpec],
+) -> Result<Vec<PartitionField>> {
     let partition_by = partition_fields(at, &raw.partition_by)?;
     for (field, raw_field) in partition_by.iter().zip(&raw.partition_by) {
         if let Some(column) = columns.iter().find(|c| c.name == field.source) {
@@ -118,23 +166,35 @@ pub(super) fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
             ));
         }
     }
-    let on_bad_record = match raw
-        .on_bad_record
-        .as_ref()
-        .map(|s| (s, s.get_ref().as_str()))
-    {
-        None => BadRecordPolicy::Fail,
-        Some((_, "fail")) => BadRecordPolicy::Fail,
-        Some((_, "quarantine")) => BadRecordPolicy::Quarantine,
-        Some((s, other)) => {
-            return Err(at.error(
-                s.span(),
-                format!("unknown on_bad_record policy `{other}`"),
-                Some("on_bad_record is \"fail\" (default) or \"quarantine\"".into()),
-            ))
-        }
-    };
-    let schema_evolution = match raw.schema_evolution.as_ref() {
+    Ok(partition_by)
+}
+
+/// `on_bad_record`: `fail` (the default) or `quarantine`.
+fn on_bad_record(at: &Positions, raw: &RawIngest) -> Result<BadRecordPolicy> {
+    Ok(
+        match raw
+            .on_bad_record
+            .as_ref()
+            .map(|s| (s, s.get_ref().as_str()))
+        {
+            None => BadRecordPolicy::Fail,
+            Some((_, "fail")) => BadRecordPolicy::Fail,
+            Some((_, "quarantine")) => BadRecordPolicy::Quarantine,
+            Some((s, other)) => {
+                return Err(at.error(
+                    s.span(),
+                    format!("unknown on_bad_record policy `{other}`"),
+                    Some("on_bad_record is \"fail\" (default) or \"quarantine\"".into()),
+                ))
+            }
+        },
+    )
+}
+
+/// `schema_evolution`: `fail` (the default), `add_columns` (not for CSV files without a
+/// header) or `ignore`.
+fn schema_evolution(at: &Positions, raw: &RawIngest, format: Format) -> Result<SchemaEvolution> {
+    Ok(match raw.schema_evolution.as_ref() {
         None => SchemaEvolution::Fail,
         Some(s) => match s.get_ref().as_str() {
             "fail" => SchemaEvolution::Fail,
@@ -155,22 +215,5 @@ pub(super) fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
                 ))
             }
         },
-    };
-    Ok(IngestJob {
-        table,
-        format,
-        paths,
-        columns,
-        partition_by,
-        on_bad_record,
-        schema_evolution,
-        csv: csv_options(at, raw)?,
-        null_values: raw
-            .null_values
-            .clone()
-            .unwrap_or_else(|| vec![String::new()]),
-        target_file_size: target_size(&raw.target_file_size_mb, at)?,
-        origin: at.origin(raw.table.span()),
-        erase: erase_columns(&raw.erase, at)?,
     })
 }

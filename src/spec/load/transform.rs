@@ -6,11 +6,12 @@ use super::fields::{erase_columns, io_reason, partition_fields, table_name, targ
 use super::position::{display_path_in, Positions};
 use super::raw::RawTransform;
 use crate::error::Result;
-use crate::spec::partition::Grain;
+use crate::spec::partition::{Grain, PartitionField};
 use crate::spec::sql::is_identifier;
 use crate::spec::table::TableName;
 use crate::spec::transform::{RangeInput, TransformJob, TransformMode};
 
+/// One `[[transform]]` table; its SQL file is read from under `project_dir`.
 pub(super) fn transform_job(
     at: &Positions,
     project_dir: &Path,
@@ -26,7 +27,30 @@ pub(super) fn transform_job(
         )
     })?;
     let partition_by = partition_fields(at, &raw.partition_by)?;
-    let mode = match raw.mode.as_ref().map(|m| (m, m.get_ref().as_str())) {
+    let mode = mode(at, raw, &partition_by)?;
+    let incremental_by = incremental_by(at, raw)?;
+    Ok(TransformJob {
+        table,
+        sql_file: display_path_in(project_dir, &sql_file),
+        sql,
+        partition_by,
+        mode,
+        incremental_by,
+        target_file_size: target_size(&raw.target_file_size_mb, at)?,
+        origin: at.origin(raw.table.span()),
+        drops: Vec::new(),
+        erase: erase_columns(&raw.erase, at)?,
+    })
+}
+
+/// `mode`: `full_refresh` (the default), or `replace_partitions` when `partition_by` has
+/// exactly one time field.
+fn mode(
+    at: &Positions,
+    raw: &RawTransform,
+    partition_by: &[PartitionField],
+) -> Result<TransformMode> {
+    Ok(match raw.mode.as_ref().map(|m| (m, m.get_ref().as_str())) {
         None | Some((_, "full_refresh")) => TransformMode::FullRefresh,
         Some((m, "replace_partitions")) => {
             let time_fields = partition_by
@@ -57,7 +81,11 @@ pub(super) fn transform_job(
                 Some("mode is \"full_refresh\" (default) or \"replace_partitions\"".into()),
             ))
         }
-    };
+    })
+}
+
+/// `incremental_by`: each input table with its time column, in the order written.
+fn incremental_by(at: &Positions, raw: &RawTransform) -> Result<Vec<RangeInput>> {
     let mut incremental_by = Vec::new();
     for (input, column) in raw.incremental_by.iter().flat_map(|m| m.get_ref()) {
         let table = TableName::parse(input).ok_or_else(|| {
@@ -83,16 +111,5 @@ pub(super) fn transform_job(
             line: at.line_col(column.span().start).0,
         });
     }
-    Ok(TransformJob {
-        table,
-        sql_file: display_path_in(project_dir, &sql_file),
-        sql,
-        partition_by,
-        mode,
-        incremental_by,
-        target_file_size: target_size(&raw.target_file_size_mb, at)?,
-        origin: at.origin(raw.table.span()),
-        drops: Vec::new(),
-        erase: erase_columns(&raw.erase, at)?,
-    })
+    Ok(incremental_by)
 }
