@@ -64,22 +64,7 @@ pub(crate) async fn execute(
         Some(jobs) => jobs,
         None => jobs_in_scope(graph, &pipeline, options.backfill.as_ref())?,
     };
-    let launcher = Launcher {
-        ctx,
-        parsed: Arc::new(graph.transforms.clone()),
-        external: Arc::new(validated.external.clone()),
-        staged: Arc::new(Mutex::new(
-            start
-                .staged
-                .into_iter()
-                .map(|s| (s.table.clone(), s))
-                .collect(),
-        )),
-        running: Default::default(),
-        pipeline,
-        options,
-        observer,
-    };
+    let launcher = Launcher::new(ctx, pipeline, validated, options, observer, start.staged);
     let ticker = tokio::spawn(report_progress(
         launcher.running.clone(),
         launcher.observer.clone(),
@@ -131,13 +116,9 @@ pub(crate) async fn execute(
         tasks.abort_all();
         return Err(e);
     }
-    let mut staged = std::mem::take(&mut *launcher.staged.lock().expect("staged lock"))
-        .into_values()
-        .collect::<Vec<_>>();
-    staged.sort_by(|a, b| a.table.cmp(&b.table));
     Ok(Executed {
         reports,
-        staged,
+        staged: launcher.staged_tables(),
         dropped,
     })
 }
@@ -155,6 +136,37 @@ struct Launcher {
 }
 
 impl Launcher {
+    /// The shared state of a run's jobs; `staged`: tables staged before the run (an erase's).
+    fn new(
+        ctx: Arc<JobContext>,
+        pipeline: Arc<Pipeline>,
+        validated: &Validated,
+        options: Arc<RunOptions>,
+        observer: Arc<dyn Observer>,
+        staged: Vec<StagedTable>,
+    ) -> Launcher {
+        let staged = staged.into_iter().map(|s| (s.table.clone(), s)).collect();
+        Launcher {
+            ctx,
+            parsed: Arc::new(validated.graph.transforms.clone()),
+            external: Arc::new(validated.external.clone()),
+            staged: Arc::new(Mutex::new(staged)),
+            running: Default::default(),
+            pipeline,
+            options,
+            observer,
+        }
+    }
+
+    /// Every table staged so far, sorted by name.
+    fn staged_tables(&self) -> Vec<StagedTable> {
+        let mut staged = std::mem::take(&mut *self.staged.lock().expect("staged lock"))
+            .into_values()
+            .collect::<Vec<_>>();
+        staged.sort_by(|a, b| a.table.cmp(&b.table));
+        staged
+    }
+
     /// Starts `job` in `tasks`, telling the observer, with its row counter in the progress.
     fn spawn(&self, job: JobId, tasks: &mut JoinSet<(JobId, f64, Result<Outcome>)>) {
         let pipeline = &self.pipeline;

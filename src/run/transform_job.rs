@@ -139,30 +139,64 @@ impl TransformRun<'_> {
         Ok(Some(session))
     }
 
-    /// Decides the job's scope (see [`crate::plan::scope`]) and runs it; `counter` counts the
-    /// rows it writes.
-    pub async fn run(&self, counter: Arc<AtomicU64>) -> Result<TransformDone> {
-        let (ctx, job) = (self.ctx, self.job);
+    /// Each input table as this run reads it: staged by an earlier job of the run, external,
+    /// or as the catalog has it.
+    async fn inputs(&self) -> Result<Vec<(TableName, Table)>> {
+        let catalog = &self.ctx.catalog;
         let mut inputs = Vec::new();
         for input in &self.parsed.inputs {
             let staged_input = self.staged.lock().expect("staged lock").get(input).cloned();
             let table = match staged_input {
-                Some(s) => s.reader(ctx.catalog.file_io())?,
+                Some(s) => s.reader(catalog.file_io())?,
                 // External, or produced by this pipeline but unchanged in this run.
                 None => match self.external.get(input) {
                     Some(t) => t.clone(),
-                    None => ctx.catalog.load_existing(input).await?,
+                    None => catalog.load_existing(input).await?,
                 },
             };
             inputs.push((input.clone(), table));
         }
+        Ok(inputs)
+    }
+
+    /// The session the query runs in: a cluster's when the engine is Ballista and the job is
+    /// big enough for it (`facts.on_cluster` says), else a local one.
+    async fn session(
+        &self,
+        inputs: &[(TableName, Table)],
+        range: Option<&PartitionRange>,
+        facts: &mut TransformFacts,
+    ) -> Result<SessionContext> {
+        let cluster = match self.engine {
+            Engine::Ballista(cluster) => {
+                self.cluster_session(cluster, inputs, range, facts.input_rows)
+                    .await?
+            }
+            Engine::Local => None,
+        };
+        facts.on_cluster = cluster.is_some();
+        match cluster {
+            Some(session) => Ok(session),
+            None => self.local_session(inputs, range).await,
+        }
+    }
+
+    /// The partitions a backfill that selects this job's table forces it to recompute.
+    fn forced(&self) -> Option<Forced> {
+        let backfill = self.options.backfill.as_ref()?;
+        backfill.tables.contains(&self.job.table).then_some(Forced {
+            from: backfill.from,
+            to: backfill.to,
+        })
+    }
+
+    /// Decides the job's scope (see [`crate::plan::scope`]) and runs it; `counter` counts the
+    /// rows it writes.
+    pub async fn run(&self, counter: Arc<AtomicU64>) -> Result<TransformDone> {
+        let (ctx, job) = (self.ctx, self.job);
+        let inputs = self.inputs().await?;
         let current = ctx.catalog.load(&job.table).await?;
-        let forced = self.options.backfill.as_ref().and_then(|b| {
-            b.tables.contains(&job.table).then_some(Forced {
-                from: b.from,
-                to: b.to,
-            })
-        });
+        let forced = self.forced();
         let mut scope = decide(
             job,
             current.as_ref().map(|t| t.metadata()),
@@ -199,18 +233,7 @@ impl TransformRun<'_> {
                 _ => None,
             };
             let rows_in = facts.input_rows;
-            let cluster = match self.engine {
-                Engine::Ballista(cluster) => {
-                    self.cluster_session(cluster, &inputs, range, rows_in)
-                        .await?
-                }
-                Engine::Local => None,
-            };
-            facts.on_cluster = cluster.is_some();
-            let session = match cluster {
-                Some(session) => session,
-                None => self.local_session(&inputs, range).await?,
-            };
+            let session = self.session(&inputs, range, &mut facts).await?;
             let outcome = run_transform(
                 ctx,
                 &session,
