@@ -10,6 +10,7 @@
 mod command;
 mod purge;
 mod raw;
+mod search;
 mod sources;
 pub mod subject;
 

@@ -20,65 +20,21 @@
 //! compaction's old files stay until a later expiry, older than `expire_older_than`, removes
 //! them.
 
-use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 
+use super::options::MaintainOptions;
+use super::plan::plan;
 use super::publish::MaintainOperation;
-use super::report::{MaintainReport, Planned, TableMaintenance};
+use super::report::MaintainReport;
 use crate::catalog::PipelineCatalog;
-use crate::commit::deletion::UNREFERENCED_MIN_AGE;
-use crate::commit::summary::INPUTS;
-use crate::commit::{expirable, Expiry};
-use crate::error::{Error, Result};
-use crate::maintain::compact::{select, Sizes};
+use crate::error::Result;
 use crate::operation::{operate, Held, Observer};
 use crate::records::lock::LockWait;
 use crate::records::Invocation;
-use crate::spec::{Maintenance, Pipeline, TableName};
-
-/// How `pipeline maintain` is asked to run.
-#[derive(Debug, Clone)]
-pub struct MaintainOptions {
-    /// Only these tables (each must be one the pipeline writes); `None`: all of them.
-    pub tables: Option<Vec<TableName>>,
-    /// Say what would be done; change nothing (no lock is taken).
-    pub plan_only: bool,
-    /// Also expire the snapshots kept for a reason: those recent run records can roll back to
-    /// (their rollback stops working) and those transforms' next incremental runs read from
-    /// (they recompute whole).
-    pub expire_protected: bool,
-    /// How long to wait for a run of the pipeline that holds its lock.
-    pub wait: LockWait,
-    pub invocation: Invocation,
-    /// The moment snapshot ages are measured from (default: now).
-    pub now: Option<DateTime<Utc>>,
-    /// The erase this maintenance purges (`pipeline erase --purge`), named in its record.
-    pub purge_of: Option<String>,
-    /// Files in a table's folder that nothing references are deleted once this old (an hour:
-    /// a younger one may be a writer's this project's locks do not hold off). A purge deletes
-    /// younger ones too when a run of this engine named them (a killed run's data files), and
-    /// lists the others it leaves.
-    pub unreferenced_age: std::time::Duration,
-}
-
-impl MaintainOptions {
-    /// Maintain every table of the pipeline, waiting up to `wait` for a run to finish.
-    pub fn new(wait: LockWait) -> MaintainOptions {
-        MaintainOptions {
-            tables: None,
-            plan_only: false,
-            expire_protected: false,
-            wait,
-            invocation: Invocation::current(None, None),
-            now: None,
-            purge_of: None,
-            unreferenced_age: UNREFERENCED_MIN_AGE,
-        }
-    }
-}
+use crate::spec::{Pipeline, TableName};
 
 /// Maintains the tables of `pipeline` (see the module doc). Takes the run lock of every
 /// pipeline of the project (it deletes files some of them may read); planned only, takes none
@@ -153,184 +109,4 @@ pub(crate) async fn after_run(
             tracing::warn!(pipeline = %pipeline.name, error = %e, "maintenance after the run failed");
             e.to_string()
         })
-}
-
-/// The tables `pipeline` writes (with their jobs' target file sizes), quarantine tables
-/// included, in spec order.
-fn written_tables(pipeline: &Pipeline) -> Vec<(TableName, usize)> {
-    let mut out: Vec<(TableName, usize)> = Vec::new();
-    let mut push = |t: &TableName, size: usize| {
-        if !out.iter().any(|(o, _)| o == t) {
-            out.push((t.clone(), size));
-        }
-    };
-    for job in &pipeline.ingests {
-        push(&job.table, job.target_file_size);
-        push(&job.table.quarantine(), job.target_file_size);
-    }
-    for job in &pipeline.transforms {
-        push(&job.table, job.target_file_size);
-        push(&job.table.quarantine(), job.target_file_size);
-    }
-    out
-}
-
-/// Plans every table: what to compact, whether to rewrite manifests, what may expire.
-pub(super) async fn plan(
-    catalog: &PipelineCatalog,
-    pipeline: &Pipeline,
-    options: &MaintainOptions,
-    now: DateTime<Utc>,
-) -> Result<Vec<Planned>> {
-    let settings = &pipeline.maintenance;
-    let written = written_tables(pipeline);
-    refuse_unwritten(pipeline, options, &written)?;
-    let window_start = now
-        - chrono::Duration::from_std(settings.expire_older_than)
-            .unwrap_or_else(|_| chrono::Duration::days(36_500));
-    let mut protect = if options.expire_protected {
-        HashSet::new()
-    } else {
-        rollback_points(catalog, &pipeline.name, window_start).await?
-    };
-    let mut tables = Vec::new();
-    for (name, size) in &written {
-        let Some(table) = catalog.load(name).await? else {
-            continue;
-        };
-        tables.push((name.clone(), *size, table));
-    }
-    if !options.expire_protected {
-        protect.extend(read_from(&tables));
-    }
-    let only: Option<BTreeSet<String>> = options
-        .tables
-        .as_ref()
-        .map(|t| t.iter().map(|n| n.to_string()).collect());
-    let mut planned = Vec::new();
-    for (name, job_target, table) in tables {
-        if only
-            .as_ref()
-            .is_some_and(|o| !o.contains(&name.to_string()))
-        {
-            continue;
-        }
-        let expiry = Expiry {
-            keep_last: settings.keep_last,
-            before_ms: Some(window_start.timestamp_millis()),
-            protect: protect.clone(),
-            batch: false,
-        };
-        planned.push(plan_table(settings, name, job_target, table, expiry).await?);
-    }
-    Ok(planned)
-}
-
-/// Refuses `options.tables` naming a table `pipeline` does not write.
-fn refuse_unwritten(
-    pipeline: &Pipeline,
-    options: &MaintainOptions,
-    written: &[(TableName, usize)],
-) -> Result<()> {
-    let Some(asked) = &options.tables else {
-        return Ok(());
-    };
-    for t in asked {
-        if !written.iter().any(|(w, _)| w == t) {
-            return Err(Error::Usage(format!(
-                "pipeline {} does not write {t}; it writes {}",
-                pipeline.name,
-                written
-                    .iter()
-                    .filter(|(w, _)| !w.name.ends_with("__quarantine"))
-                    .map(|(w, _)| w.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Snapshots the transforms' next incremental runs read from (the inputs each table's current
-/// snapshot recorded): expiring one would make that run recompute its whole table.
-fn read_from(tables: &[(TableName, usize, iceberg::table::Table)]) -> HashSet<i64> {
-    let mut read_from: HashSet<i64> = HashSet::new();
-    for (_, _, table) in tables {
-        if let Some(text) = table
-            .metadata()
-            .current_snapshot()
-            .and_then(|s| s.summary().additional_properties.get(INPUTS).cloned())
-        {
-            if let Ok(inputs) =
-                serde_json::from_str::<std::collections::BTreeMap<String, Option<i64>>>(&text)
-            {
-                read_from.extend(inputs.into_values().flatten());
-            }
-        }
-    }
-    read_from
-}
-
-/// One table's plan: the files to compact, whether its manifests are rewritten, and what of
-/// `expiry` (the snapshot it starts from protected too: its undo goes back to it) expires.
-async fn plan_table(
-    settings: &Maintenance,
-    name: TableName,
-    job_target: usize,
-    table: iceberg::table::Table,
-    mut expiry: Expiry,
-) -> Result<Planned> {
-    let target = settings.target_for(job_target);
-    let sizes = Sizes {
-        target,
-        small_below: settings.small_below(target),
-        min_input_files: settings.min_input_files,
-    };
-    let metadata = table.metadata();
-    let compaction = select(table.file_io(), metadata, sizes).await?;
-    let current = metadata.current_snapshot_id();
-    // The snapshot this maintenance starts from: its undo goes back to it.
-    expiry.protect.extend(current);
-    let expired_snapshots = current.map_or(0, |head| expirable(metadata, head, &expiry).len());
-    let rewrite_manifests = compaction.data_manifests > settings.max_manifests as u64;
-    let note = compaction.skipped.clone().or_else(|| {
-        current
-            .is_none()
-            .then(|| "the table has no snapshot yet".to_string())
-    });
-    Ok(Planned {
-        report: TableMaintenance {
-            table: name.to_string(),
-            manifests: compaction.data_manifests,
-            rewrite_manifests,
-            expired_snapshots: expired_snapshots as u64,
-            snapshot_before: current,
-            snapshot_after: current,
-            note,
-            compaction,
-            ..TableMaintenance::default()
-        },
-        name,
-        table,
-        target,
-        expiry,
-    })
-}
-
-/// The snapshots run records of `pipeline` finished since `since` can roll back to (or undo):
-/// each table's `main` before and after such a run.
-async fn rollback_points(
-    catalog: &PipelineCatalog,
-    pipeline: &str,
-    since: DateTime<Utc>,
-) -> Result<HashSet<i64>> {
-    let mut out = HashSet::new();
-    for record in catalog.runs_since(pipeline, since).await? {
-        for t in &record.tables {
-            out.extend(t.snapshot_before);
-            out.extend(t.snapshot_after);
-        }
-    }
-    Ok(out)
 }

@@ -14,14 +14,17 @@ pub mod check;
 mod command;
 pub mod compact;
 mod delete;
+mod options;
 pub mod orphans;
+mod plan;
 mod publish;
 mod report;
 mod unreferenced;
 
 pub use check::{check, Problem, TableCheck};
+pub use command::maintain_pipeline;
 pub(crate) use command::{after_run, maintain_locked};
-pub use command::{maintain_pipeline, MaintainOptions};
+pub use options::MaintainOptions;
 pub use orphans::{
     delete_orphans_safely, find_orphans, DamagedTable, Orphan, Orphans, OutsideTable,
 };

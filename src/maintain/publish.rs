@@ -12,8 +12,9 @@ use std::time::Instant;
 
 use chrono::Utc;
 
-use super::command::{plan, MaintainOptions};
 use super::delete::Cleanup;
+use super::options::MaintainOptions;
+use super::plan::plan;
 use super::report::{MaintainReport, Planned, TableMaintenance};
 use crate::catalog::PipelineCatalog;
 use crate::commit::publish::{rebase, Publication, TableChange};

@@ -21,6 +21,7 @@ use datafusion::logical_expr::LogicalPlan;
 
 use super::graph::{job_graph, JobGraph, JobId};
 use super::schema_diff::diff;
+pub use super::schema_diff::ChangeKind;
 use crate::catalog::PipelineCatalog;
 use crate::commit::{schema_of, DesiredColumn};
 use crate::engine::{admit, lines_naming, plan, session_over, Entry};
@@ -77,33 +78,6 @@ pub struct Change {
     pub breaking: bool,
     /// What would break (empty for safe changes).
     pub breaks: Vec<Break>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(tag = "change", rename_all = "snake_case")]
-pub enum ChangeKind {
-    Added {
-        column: String,
-        #[serde(rename = "type")]
-        ty: String,
-    },
-    Dropped {
-        column: String,
-    },
-    Renamed {
-        from: String,
-        to: String,
-    },
-    Widened {
-        column: String,
-        from: String,
-        to: String,
-    },
-    Retyped {
-        column: String,
-        from: String,
-        to: String,
-    },
 }
 
 /// Something that uses a changed column today.

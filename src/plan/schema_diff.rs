@@ -6,8 +6,36 @@ use std::collections::BTreeMap;
 
 use iceberg::spec::TableMetadata;
 
-use super::impact::ChangeKind;
 use crate::commit::{type_change, DesiredColumn, TypeChange};
+use serde::Serialize;
+
+/// One change to a table's schema, as `pipeline plan` reports it.
+#[derive(Debug, Serialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum ChangeKind {
+    Added {
+        column: String,
+        #[serde(rename = "type")]
+        ty: String,
+    },
+    Dropped {
+        column: String,
+    },
+    Renamed {
+        from: String,
+        to: String,
+    },
+    Widened {
+        column: String,
+        from: String,
+        to: String,
+    },
+    Retyped {
+        column: String,
+        from: String,
+        to: String,
+    },
+}
 
 /// Column changes from the live schema to `columns` (each with whether it breaks readers).
 pub(super) fn diff(
