@@ -16,7 +16,10 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_expr::PhysicalExpr;
 use futures::{StreamExt, TryStreamExt};
 use iceberg::arrow::{schema_to_arrow_schema, ArrowReaderBuilder};
-use iceberg::scan::FileScanTask;
+use iceberg::io::FileIO;
+use iceberg::scan::{ArrowRecordBatchStream, FileScanTask};
+use iceberg::spec::{DataFile, TableMetadata};
+use iceberg::table::Table;
 use iceberg_datafusion::physical_plan::convert_filters_to_predicate;
 
 use crate::catalog::PipelineCatalog;
@@ -112,6 +115,62 @@ fn note_sources(
     }
 }
 
+impl Edit {
+    /// `batch` after the edit of the rows `hit` picks: without them (delete), or with each
+    /// assigned column's value replaced by its new value cast to the column's type (update).
+    fn apply(
+        &self,
+        batch: &RecordBatch,
+        hit: &BooleanArray,
+        arrow_schema: &arrow::datatypes::Schema,
+    ) -> Result<RecordBatch> {
+        Ok(match self {
+            Edit::Delete => filter_record_batch(batch, &arrow::compute::not(hit)?)?,
+            Edit::Update(assignments) => {
+                let mut columns = batch.columns().to_vec();
+                for (index, expr) in assignments {
+                    let new = expr.evaluate(batch)?.into_array(batch.num_rows())?;
+                    let new =
+                        arrow::compute::cast(&new, columns[*index].data_type()).map_err(|e| {
+                            Error::Usage(format!(
+                                "SET {}: the new values are not a {}: {e}",
+                                arrow_schema.field(*index).name(),
+                                columns[*index].data_type()
+                            ))
+                        })?;
+                    columns[*index] =
+                        arrow::compute::kernels::zip::zip(hit, &new, &columns[*index])?;
+                }
+                RecordBatch::try_new(batch.schema(), columns)?
+            }
+        })
+    }
+}
+
+/// The batches of the file `task` names (its projected columns), from a reader of its own that
+/// reads one data file at a time.
+fn read_file(file_io: &FileIO, task: FileScanTask) -> Result<ArrowRecordBatchStream> {
+    let reader = ArrowReaderBuilder::new(file_io.clone(), iceberg::Runtime::try_current()?)
+        .with_data_file_concurrency_limit(1)
+        .build();
+    Ok(reader
+        .read(futures::stream::iter([Ok(task)]).boxed())?
+        .stream())
+}
+
+/// The partition label (`order_date_month=2026-01`) of the file `task` reads; none for a file
+/// without partition values or under an unpartitioned spec.
+fn file_partition(task: &FileScanTask, metadata: &TableMetadata) -> Option<String> {
+    let partition = task.partition.as_ref()?;
+    // The file's own spec when the scan says it, else the table's (this engine
+    // never changes a table's partitioning under its files).
+    let spec = task
+        .partition_spec
+        .as_deref()
+        .unwrap_or(metadata.default_partition_spec());
+    (!spec.fields().is_empty()).then(|| crate::commit::partition_label(spec, partition))
+}
+
 impl Rewrite<'_> {
     /// Finds the matching rows and, unless `plan_only`, rewrites the files that hold them and
     /// stages the snapshot; nothing is published. The caller holds the pipeline's run lock.
@@ -132,59 +191,9 @@ impl Rewrite<'_> {
             return Ok(out);
         };
         let arrow_schema = Arc::new(schema_to_arrow_schema(metadata.current_schema())?);
-        // What the first pass reads: the matcher's columns and the source columns.
-        let schema = metadata.current_schema();
-        let mut first_pass: Vec<i32> = Vec::new();
-        let sourced = SOURCE_COLUMNS
-            .iter()
-            .find(|(f, l)| schema.field_by_name(f).is_some() && schema.field_by_name(l).is_some())
-            .map(|(f, l)| [f.to_string(), l.to_string()]);
-        for name in self.columns.iter().chain(sourced.iter().flatten()) {
-            let field = schema
-                .field_by_name(name)
-                .ok_or_else(|| Error::table_msg(table, format!("has no column `{name}`")))?;
-            if !first_pass.contains(&field.id) {
-                first_pass.push(field.id);
-            }
-        }
-
-        // Candidate files: those Iceberg cannot rule out by partition values and bounds.
-        let mut scan = loaded.scan().select_all();
-        if let Some(p) = self
-            .prune
-            .as_ref()
-            .and_then(|e| convert_filters_to_predicate(std::slice::from_ref(e)))
-        {
-            scan = scan.with_filter(p);
-        }
-        let mut candidates: HashMap<String, FileScanTask> = HashMap::new();
-        let mut planned = scan.build()?.plan_files().await?;
-        while let Some(mut task) = planned.try_next().await? {
-            if !task.deletes.is_empty() {
-                return Err(Error::table_msg(
-                    table,
-                    format!(
-                        "{} has delete files (written by another engine); rewrite it with that engine first",
-                        task.data_file_path
-                    ),
-                ));
-            }
-            // The whole file, every row: the reader must not filter by the predicate itself.
-            task.predicate = None;
-            task.start = 0;
-            task.length = task.file_size_in_bytes;
-            candidates
-                .entry(task.data_file_path.clone())
-                .or_insert(task);
-        }
+        let first_pass = self.first_pass_fields(metadata.current_schema())?;
+        let candidates = self.candidate_files(&loaded).await?;
         let file_io = loaded.file_io().clone();
-        let reader = || {
-            Ok::<_, Error>(
-                ArrowReaderBuilder::new(file_io.clone(), iceberg::Runtime::try_current()?)
-                    .with_data_file_concurrency_limit(1)
-                    .build(),
-            )
-        };
         let mut writer = TableWriter::new(
             &table.to_string(),
             metadata,
@@ -199,67 +208,23 @@ impl Rewrite<'_> {
         for path in paths {
             let task = &candidates[path];
             // First pass: count the matches; most files have none and are left alone.
-            let mut hits = 0u64;
-            let mut narrow = task.clone();
-            narrow.project_field_ids = first_pass.clone();
-            let mut batches = reader()?
-                .read(futures::stream::iter([Ok(narrow)]).boxed())?
-                .stream();
-            while let Some(batch) = batches.try_next().await? {
-                let hit = matcher(&project(&batch, &self.columns)?)?;
-                hits += hit.true_count() as u64;
-                note_sources(&batch, &hit, &mut out.sources);
-            }
+            let hits = self
+                .count_matches(&file_io, task, &first_pass, matcher, &mut out.sources)
+                .await?;
             if hits == 0 {
                 continue;
             }
             out.rows += hits;
             out.bytes_rewritten += task.file_size_in_bytes;
-            if let Some(partition) = &task.partition {
-                // The file's own spec when the scan says it, else the table's (this engine
-                // never changes a table's partitioning under its files).
-                let spec = task
-                    .partition_spec
-                    .as_deref()
-                    .unwrap_or(metadata.default_partition_spec());
-                if !spec.fields().is_empty() {
-                    out.partitions
-                        .insert(crate::commit::partition_label(spec, partition));
-                }
+            if let Some(label) = file_partition(task, metadata) {
+                out.partitions.insert(label);
             }
             removed_files.insert(path.clone());
             if self.plan_only {
                 continue;
             }
-            let mut batches = reader()?
-                .read(futures::stream::iter([Ok(task.clone())]).boxed())?
-                .stream();
-            while let Some(batch) = batches.try_next().await? {
-                let hit = matcher(&project(&batch, &self.columns)?)?;
-                let kept = match &self.edit {
-                    Edit::Delete => filter_record_batch(&batch, &arrow::compute::not(&hit)?)?,
-                    Edit::Update(assignments) => {
-                        let mut columns = batch.columns().to_vec();
-                        for (index, expr) in assignments {
-                            let new = expr.evaluate(&batch)?.into_array(batch.num_rows())?;
-                            let new = arrow::compute::cast(&new, columns[*index].data_type())
-                                .map_err(|e| {
-                                    Error::Usage(format!(
-                                        "SET {}: the new values are not a {}: {e}",
-                                        arrow_schema.field(*index).name(),
-                                        columns[*index].data_type()
-                                    ))
-                                })?;
-                            columns[*index] =
-                                arrow::compute::kernels::zip::zip(&hit, &new, &columns[*index])?;
-                        }
-                        RecordBatch::try_new(batch.schema(), columns)?
-                    }
-                };
-                if kept.num_rows() > 0 {
-                    writer.write(kept).await?;
-                }
-            }
+            self.rewrite_file(&file_io, task, matcher, &arrow_schema, &mut writer)
+                .await?;
         }
         let rewritten = writer.close().await?;
         out.files_rewritten = removed_files.len() as u64;
@@ -268,6 +233,115 @@ impl Rewrite<'_> {
         if self.plan_only || (removed_files.is_empty() && self.ledger.is_empty()) {
             return Ok(out);
         }
+        let staged = self
+            .stage_replacement(&loaded, before, rewritten, removed_files)
+            .await?;
+        out.staged = Some(staged);
+        Ok(out)
+    }
+
+    /// The field ids the first pass reads: the matcher's columns, then the source columns when
+    /// the table has both of a pair, each once; an error names a column the table lacks.
+    fn first_pass_fields(&self, schema: &iceberg::spec::Schema) -> Result<Vec<i32>> {
+        // What the first pass reads: the matcher's columns and the source columns.
+        let mut first_pass: Vec<i32> = Vec::new();
+        let sourced = SOURCE_COLUMNS
+            .iter()
+            .find(|(f, l)| schema.field_by_name(f).is_some() && schema.field_by_name(l).is_some())
+            .map(|(f, l)| [f.to_string(), l.to_string()]);
+        for name in self.columns.iter().chain(sourced.iter().flatten()) {
+            let field = schema
+                .field_by_name(name)
+                .ok_or_else(|| Error::table_msg(self.table, format!("has no column `{name}`")))?;
+            if !first_pass.contains(&field.id) {
+                first_pass.push(field.id);
+            }
+        }
+        Ok(first_pass)
+    }
+
+    /// The live data files Iceberg cannot rule out by partition values and bounds (from
+    /// `prune`), by path, each as a task that reads the whole file, every row; an error if a
+    /// file has delete files.
+    async fn candidate_files(&self, loaded: &Table) -> Result<HashMap<String, FileScanTask>> {
+        // Candidate files: those Iceberg cannot rule out by partition values and bounds.
+        let mut scan = loaded.scan().select_all();
+        if let Some(p) = self
+            .prune
+            .as_ref()
+            .and_then(|e| convert_filters_to_predicate(std::slice::from_ref(e)))
+        {
+            scan = scan.with_filter(p);
+        }
+        let mut candidates: HashMap<String, FileScanTask> = HashMap::new();
+        let mut planned = scan.build()?.plan_files().await?;
+        while let Some(mut task) = planned.try_next().await? {
+            if !task.deletes.is_empty() {
+                return Err(Error::table_msg(
+                    self.table,
+                    format!(
+                        "{} has delete files (written by another engine); rewrite it with that engine first",
+                        task.data_file_path
+                    ),
+                ));
+            }
+            // The whole file, every row: the reader must not filter by the predicate itself.
+            task.predicate = None;
+            task.start = 0;
+            task.length = task.file_size_in_bytes;
+            candidates
+                .entry(task.data_file_path.clone())
+                .or_insert(task);
+        }
+        Ok(candidates)
+    }
+
+    /// The first pass over one candidate file, reading only the fields `first_pass`: how many
+    /// rows the matcher picks; the source lines of those rows are added to `sources`.
+    async fn count_matches(
+        &self,
+        file_io: &FileIO,
+        task: &FileScanTask,
+        first_pass: &[i32],
+        matcher: &mut Matcher<'_>,
+        sources: &mut BTreeMap<String, BTreeSet<u64>>,
+    ) -> Result<u64> {
+        let mut hits = 0u64;
+        let mut narrow = task.clone();
+        narrow.project_field_ids = first_pass.to_vec();
+        let mut batches = read_file(file_io, narrow)?;
+        while let Some(batch) = batches.try_next().await? {
+            let hit = matcher(&project(&batch, &self.columns)?)?;
+            hits += hit.true_count() as u64;
+            note_sources(&batch, &hit, sources);
+        }
+        Ok(hits)
+    }
+
+    /// The second pass over one file with a match: every batch, after [`Edit::apply`], goes to
+    /// `writer`; a batch left with no rows is not written.
+    async fn rewrite_file(
+        &self,
+        file_io: &FileIO,
+        task: &FileScanTask,
+        matcher: &mut Matcher<'_>,
+        arrow_schema: &arrow::datatypes::Schema,
+        writer: &mut TableWriter,
+    ) -> Result<()> {
+        let mut batches = read_file(file_io, task.clone())?;
+        while let Some(batch) = batches.try_next().await? {
+            let hit = matcher(&project(&batch, &self.columns)?)?;
+            let kept = self.edit.apply(&batch, &hit, arrow_schema)?;
+            if kept.num_rows() > 0 {
+                writer.write(kept).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The new snapshot's summary properties: those a replace carries over from the current
+    /// snapshot, this rewrite's pipeline, run id and job, and the file ledger when there is one.
+    fn snapshot_properties(&self, metadata: &TableMetadata) -> Result<HashMap<String, String>> {
         let mut properties: HashMap<String, String> = metadata
             .current_snapshot()
             .map(|s| {
@@ -287,16 +361,31 @@ impl Rewrite<'_> {
                 .map_err(|e| Error::Internal(format!("cannot encode the file ledger: {e}")))?;
             properties.insert(LOADED_FILES.into(), text);
         }
+        Ok(properties)
+    }
+
+    /// Stages the snapshot on top of `before` that replaces `removed_files` by `rewritten` (a
+    /// `rewrite`), or, with none removed, appends no files to record the ledger (a `ledger`);
+    /// with the run record's entry for it. Nothing is published.
+    async fn stage_replacement(
+        &self,
+        loaded: &Table,
+        before: i64,
+        rewritten: Vec<DataFile>,
+        removed_files: BTreeSet<String>,
+    ) -> Result<(StagedTable, TableRecord)> {
+        let metadata = loaded.metadata();
+        let properties = self.snapshot_properties(metadata)?;
         let location = loaded.metadata_location_result()?;
-        let target = TableTarget::unchanged(table, metadata, location)?;
+        let target = TableTarget::unchanged(self.table, metadata, location)?;
         let (mode, operation) = if removed_files.is_empty() {
             (WriteMode::Append, "ledger")
         } else {
             (WriteMode::Rewrite(removed_files), "rewrite")
         };
-        let staged = stage_snapshot(target, rewritten, &file_io, properties, mode).await?;
+        let staged = stage_snapshot(target, rewritten, loaded.file_io(), properties, mode).await?;
         let entry = TableRecord {
-            table: table.to_string(),
+            table: self.table.to_string(),
             operation: operation.into(),
             partitions: None,
             snapshot_before: Some(before),
@@ -305,8 +394,7 @@ impl Rewrite<'_> {
             expired: None,
             dropped_metadata: None,
         };
-        out.staged = Some((staged, entry));
-        Ok(out)
+        Ok((staged, entry))
     }
 }
 

@@ -15,6 +15,10 @@ use std::time::Duration;
 use arrow::record_batch::RecordBatch;
 use datafusion::common::DFSchema;
 use datafusion::prelude::SessionContext;
+use datafusion::sql::sqlparser::ast::{
+    AssignmentTarget, Delete, Expr as SqlExpr, FromTable, Statement, TableFactor, TableWithJoins,
+    Update,
+};
 use iceberg::arrow::schema_to_arrow_schema;
 
 use super::rewrite_rows::{compile_condition, true_rows, Edit, Rewrite, RewrittenTable};
@@ -274,14 +278,14 @@ pub(crate) async fn stage_row_change(
     .await
 }
 
+/// A statement's table, its WHERE condition (if any) and its edit.
+type ParsedParts = (TableName, Option<SqlExpr>, RowEdit);
+
 /// The table, WHERE condition (as SQL) and edit of `DELETE FROM ns.table WHERE condition` or
 /// `UPDATE ns.table SET column = expression, ... WHERE condition`. Anything else (no WHERE,
 /// USING or FROM, several tables, RETURNING, LIMIT) is refused with what to write instead.
 pub fn parse_row_change(sql: &str) -> Result<ParsedChange> {
     use datafusion::sql::parser::Statement as DFStatement;
-    use datafusion::sql::sqlparser::ast::{
-        AssignmentTarget, FromTable, Statement, TableFactor, TableWithJoins,
-    };
     let usage = |m: String| Error::Usage(m);
     let admitted =
         admit(sql, Entry::RowChange).map_err(|r| usage(format!("sql: {}", r.with_line())))?;
@@ -291,56 +295,9 @@ pub fn parse_row_change(sql: &str) -> Result<ParsedChange> {
         ));
     };
     let statement = *statement;
-    let table_of = |t: &TableWithJoins| -> Result<TableName> {
-        let TableFactor::Table { name, .. } = &t.relation else {
-            return Err(usage("sql: name a table, written namespace.table".into()));
-        };
-        if !t.joins.is_empty() {
-            return Err(usage("sql: one table, without joins".into()));
-        }
-        TableName::parse(&name.to_string()).ok_or_else(|| {
-            usage(format!(
-                "sql: write the table as namespace.table (got `{name}`); `pipeline tables` lists them"
-            ))
-        })
-    };
     let (table, selection, edit) = match statement {
-        Statement::Delete(delete) => {
-            let from = match &delete.from {
-                FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
-            };
-            let [one] = from.as_slice() else {
-                return Err(usage("sql: DELETE from one table".into()));
-            };
-            if delete.using.is_some()
-                || !delete.tables.is_empty()
-                || delete.returning.is_some()
-                || delete.limit.is_some()
-                || !delete.order_by.is_empty()
-            {
-                return Err(usage(
-                    "sql: DELETE from one table, without USING, RETURNING, ORDER BY or LIMIT".into(),
-                ));
-            }
-            (table_of(one)?, delete.selection, RowEdit::Delete)
-        }
-        Statement::Update(update) => {
-            if update.from.is_some() || update.returning.is_some() || update.limit.is_some() {
-                return Err(usage(
-                    "sql: UPDATE one table, without FROM, RETURNING or LIMIT".into(),
-                ));
-            }
-            let mut set = Vec::new();
-            for a in &update.assignments {
-                let AssignmentTarget::ColumnName(column) = &a.target else {
-                    return Err(usage("sql: SET one column at a time: SET a = 1, b = 2".into()));
-                };
-                let column = column.to_string();
-                let column = column.rsplit('.').next().unwrap_or(&column).trim_matches('"');
-                set.push((column.to_string(), a.value.to_string()));
-            }
-            (table_of(&update.table)?, update.selection, RowEdit::Update(set))
-        }
+        Statement::Delete(delete) => parsed_delete(delete)?,
+        Statement::Update(update) => parsed_update(update)?,
         _ => {
             return Err(usage(
                 "sql: only `DELETE FROM namespace.table WHERE ...` and `UPDATE namespace.table SET column = expression WHERE ...`"
@@ -359,6 +316,77 @@ pub fn parse_row_change(sql: &str) -> Result<ParsedChange> {
         condition: condition.to_string(),
         edit,
     })
+}
+
+/// The one table a statement names, as `namespace.table`; joins, table functions and
+/// unqualified names are refused.
+fn parsed_table(t: &TableWithJoins) -> Result<TableName> {
+    let TableFactor::Table { name, .. } = &t.relation else {
+        return Err(Error::Usage(
+            "sql: name a table, written namespace.table".into(),
+        ));
+    };
+    if !t.joins.is_empty() {
+        return Err(Error::Usage("sql: one table, without joins".into()));
+    }
+    TableName::parse(&name.to_string()).ok_or_else(|| {
+        Error::Usage(format!(
+            "sql: write the table as namespace.table (got `{name}`); `pipeline tables` lists them"
+        ))
+    })
+}
+
+/// The parts of a `DELETE` from one table; USING, several tables, RETURNING, ORDER BY and
+/// LIMIT are refused.
+fn parsed_delete(delete: Delete) -> Result<ParsedParts> {
+    let from = match &delete.from {
+        FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+    };
+    let [one] = from.as_slice() else {
+        return Err(Error::Usage("sql: DELETE from one table".into()));
+    };
+    if delete.using.is_some()
+        || !delete.tables.is_empty()
+        || delete.returning.is_some()
+        || delete.limit.is_some()
+        || !delete.order_by.is_empty()
+    {
+        return Err(Error::Usage(
+            "sql: DELETE from one table, without USING, RETURNING, ORDER BY or LIMIT".into(),
+        ));
+    }
+    Ok((parsed_table(one)?, delete.selection, RowEdit::Delete))
+}
+
+/// The parts of an `UPDATE` of one table: each `SET column = expression` as the bare column
+/// name and the expression's SQL, in order; FROM, RETURNING, LIMIT and tuple targets are
+/// refused.
+fn parsed_update(update: Update) -> Result<ParsedParts> {
+    if update.from.is_some() || update.returning.is_some() || update.limit.is_some() {
+        return Err(Error::Usage(
+            "sql: UPDATE one table, without FROM, RETURNING or LIMIT".into(),
+        ));
+    }
+    let mut set = Vec::new();
+    for a in &update.assignments {
+        let AssignmentTarget::ColumnName(column) = &a.target else {
+            return Err(Error::Usage(
+                "sql: SET one column at a time: SET a = 1, b = 2".into(),
+            ));
+        };
+        let column = column.to_string();
+        let column = column
+            .rsplit('.')
+            .next()
+            .unwrap_or(&column)
+            .trim_matches('"');
+        set.push((column.to_string(), a.value.to_string()));
+    }
+    Ok((
+        parsed_table(&update.table)?,
+        update.selection,
+        RowEdit::Update(set),
+    ))
 }
 
 #[cfg(test)]

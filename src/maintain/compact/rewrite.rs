@@ -8,9 +8,10 @@ use std::collections::{BTreeSet, HashMap};
 use futures::{StreamExt, TryStreamExt};
 use iceberg::arrow::ArrowReaderBuilder;
 use iceberg::scan::FileScanTask;
+use iceberg::spec::DataFile;
 use iceberg::table::Table;
 
-use super::select::CompactionPlan;
+use super::select::{CompactionPlan, Group};
 use crate::commit::{stage_snapshot, StagedTable, TableTarget, WriteMode};
 use crate::error::{Error, Result};
 use crate::spec::TableName;
@@ -46,13 +47,58 @@ pub async fn compact(
             "{name}: the compaction was planned on another snapshot"
         )));
     }
-    let file_io = table.file_io().clone();
     let wanted: BTreeSet<&str> = plan
         .groups
         .iter()
         .flat_map(|g| g.files.iter().map(String::as_str))
         .collect();
-    let mut tasks: HashMap<String, FileScanTask> = table
+    let mut tasks = planned_tasks(table, &wanted).await?;
+    let rewriter = GroupRewriter {
+        name,
+        table,
+        target,
+        prefix,
+    };
+    let mut new_files = Vec::new();
+    let (mut files_in, mut files_out, mut bytes_in, mut bytes_out, mut total_rows) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
+    for group in &plan.groups {
+        let group_tasks = rewriter.take_tasks(group, &mut tasks)?;
+        let (rows, files) = rewriter.rewrite(group, group_tasks).await?;
+        tracing::debug!(table = %name, partition = %group.partition, files_in = group.files.len(), files_out = files.len(), "compacted");
+        files_in += group.files.len() as u64;
+        bytes_in += group.bytes;
+        total_rows += rows;
+        files_out += files.len() as u64;
+        bytes_out += files.iter().map(|f| f.file_size_in_bytes()).sum::<u64>();
+        new_files.extend(files);
+    }
+    let removed: BTreeSet<String> = wanted.iter().map(|p| p.to_string()).collect();
+    let target = TableTarget::unchanged(name, metadata, table.metadata_location_result()?)?;
+    let staged = stage_snapshot(
+        target,
+        new_files,
+        table.file_io(),
+        properties,
+        WriteMode::Compact(removed),
+    )
+    .await?;
+    Ok(Some(Compacted {
+        staged,
+        files_in,
+        files_out,
+        bytes_in,
+        bytes_out,
+        rows: total_rows,
+    }))
+}
+
+/// The scan tasks of the current snapshot's files whose paths are `wanted`, by path.
+async fn planned_tasks(
+    table: &Table,
+    wanted: &BTreeSet<&str>,
+) -> Result<HashMap<String, FileScanTask>> {
+    Ok(table
         .scan()
         .select_all()
         .build()?
@@ -61,11 +107,26 @@ pub async fn compact(
         .try_filter(|t| futures::future::ready(wanted.contains(t.data_file_path())))
         .map_ok(|t| (t.data_file_path().to_string(), t))
         .try_collect()
-        .await?;
-    let mut new_files = Vec::new();
-    let (mut files_in, mut files_out, mut bytes_in, mut bytes_out, mut total_rows) =
-        (0u64, 0u64, 0u64, 0u64, 0u64);
-    for group in &plan.groups {
+        .await?)
+}
+
+/// Rewrites one group at a time into `table`'s files of `target` bytes named with `prefix`.
+struct GroupRewriter<'a> {
+    name: &'a TableName,
+    table: &'a Table,
+    target: usize,
+    prefix: &'a str,
+}
+
+impl GroupRewriter<'_> {
+    /// The tasks of `group`'s files, in its order, taken out of `tasks`; an error if a file is
+    /// not in the current snapshot or has delete files.
+    fn take_tasks(
+        &self,
+        group: &Group,
+        tasks: &mut HashMap<String, FileScanTask>,
+    ) -> Result<Vec<FileScanTask>> {
+        let name = self.name;
         let mut group_tasks = Vec::with_capacity(group.files.len());
         for path in &group.files {
             let task = tasks.remove(path).ok_or_else(|| {
@@ -79,8 +140,28 @@ pub async fn compact(
             }
             group_tasks.push(task);
         }
-        let mut writer =
-            TableWriter::new(&name.to_string(), metadata, file_io.clone(), target, prefix).await?;
+        Ok(group_tasks)
+    }
+
+    /// The rows read and the files written by streaming `group_tasks` (the files of `group`)
+    /// into new files; an error, with nothing staged, unless exactly the group's rows came
+    /// back, all in its partition.
+    async fn rewrite(
+        &self,
+        group: &Group,
+        group_tasks: Vec<FileScanTask>,
+    ) -> Result<(u64, Vec<DataFile>)> {
+        let name = self.name;
+        let file_io = self.table.file_io();
+        let metadata = self.table.metadata();
+        let mut writer = TableWriter::new(
+            &name.to_string(),
+            metadata,
+            file_io.clone(),
+            self.target,
+            self.prefix,
+        )
+        .await?;
         let reader = ArrowReaderBuilder::new(file_io.clone(), iceberg::Runtime::try_current()?)
             .with_data_file_concurrency_limit(2)
             .build();
@@ -112,32 +193,8 @@ pub async fn compact(
                 ),
             ));
         }
-        tracing::debug!(table = %name, partition = %group.partition, files_in = group.files.len(), files_out = files.len(), "compacted");
-        files_in += group.files.len() as u64;
-        bytes_in += group.bytes;
-        total_rows += rows;
-        files_out += files.len() as u64;
-        bytes_out += files.iter().map(|f| f.file_size_in_bytes()).sum::<u64>();
-        new_files.extend(files);
+        Ok((rows, files))
     }
-    let removed: BTreeSet<String> = wanted.iter().map(|p| p.to_string()).collect();
-    let target = TableTarget::unchanged(name, metadata, table.metadata_location_result()?)?;
-    let staged = stage_snapshot(
-        target,
-        new_files,
-        &file_io,
-        properties,
-        WriteMode::Compact(removed),
-    )
-    .await?;
-    Ok(Some(Compacted {
-        staged,
-        files_in,
-        files_out,
-        bytes_in,
-        bytes_out,
-        rows: total_rows,
-    }))
 }
 
 fn show(partition: &str) -> &str {
