@@ -22,6 +22,7 @@ use chrono::Utc;
 use serde::Serialize;
 
 use super::purge::purge;
+use super::request::EraseRequest;
 use super::search::{find, Found};
 use super::sources::RewrittenSources;
 use super::subject::recomputed_by_erase;
@@ -36,25 +37,10 @@ use crate::operation::{
 };
 use crate::plan::{validate, JobId, Validated};
 use crate::records::lock::LockWait;
-use crate::records::{new_run_id, EraseReceipt, Invocation, RunKind, RunRecord};
+use crate::records::{new_run_id, EraseReceipt, RunKind, RunRecord};
 use crate::run::execute::{execute, Start};
 use crate::run::RunOptions;
 use crate::spec::{Pipeline, TableName};
-
-/// What `pipeline erase` is asked to do.
-#[derive(Debug, Clone)]
-pub struct EraseRequest {
-    /// The subject, as a SQL condition over its columns: `customer_id = 4711`.
-    pub condition: String,
-    /// Say what would be erased; change nothing.
-    pub plan_only: bool,
-    /// Rewrite the landing files without the subject's records.
-    pub rewrite_sources: bool,
-    /// Then expire every older snapshot of the erased tables and delete their files.
-    pub purge: bool,
-    /// Who asks and why (the reason is required by the command line).
-    pub invocation: Invocation,
-}
 
 /// What `pipeline erase` found (and, unless planned, did).
 #[derive(Debug, Serialize)]

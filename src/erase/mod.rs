@@ -10,9 +10,11 @@
 mod command;
 mod purge;
 mod raw;
+mod request;
 mod search;
 mod sources;
 pub mod subject;
 
-pub use command::{erase, EraseReport, EraseRequest};
+pub use command::{erase, EraseReport};
+pub use request::EraseRequest;
 pub use subject::{recomputed_by_erase, subject_tables, SubjectTable};

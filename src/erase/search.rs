@@ -10,8 +10,8 @@ use arrow::array::RecordBatch;
 use futures::StreamExt;
 use iceberg::arrow::schema_to_arrow_schema;
 
-use super::command::EraseRequest;
 use super::raw::raw_lines;
+use super::request::EraseRequest;
 use super::sources::RewrittenSources;
 use super::subject::subject_tables;
 use crate::catalog::PipelineCatalog;

@@ -21,6 +21,7 @@ mod erase_reach;
 mod exactly_once;
 mod expectations;
 mod full_refresh;
+mod function_length;
 mod impact;
 mod incremental_audits;
 mod interop;
