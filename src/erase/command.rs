@@ -27,7 +27,6 @@ use super::search::{find, Found};
 use super::sources::RewrittenSources;
 use super::subject::recomputed_by_erase;
 use crate::catalog::PipelineCatalog;
-use crate::commit::publish::Publication;
 use crate::commit::JobContext;
 use crate::error::{Error, Result};
 use crate::maintain::MaintainReport;
@@ -238,27 +237,8 @@ impl<'a> TableOperation<'a> for EraseOperation<'a> {
         record
     }
 
-    async fn publication(
-        &mut self,
-        catalog: &PipelineCatalog,
-        staged: &mut EraseStaged,
-        record: RunRecord,
-    ) -> Result<Option<Publication>> {
-        Ok(Some(staged.tables.publication(catalog, record).await?))
-    }
-
-    async fn on_conflict(
-        &mut self,
-        catalog: &PipelineCatalog,
-        staged: &mut EraseStaged,
-        conflicts: &[usize],
-        attempt: u32,
-        observer: &Arc<dyn Observer>,
-    ) -> Result<()> {
-        staged
-            .tables
-            .rebase(catalog, conflicts, attempt, observer)
-            .await
+    fn staged_tables(staged: &mut EraseStaged) -> Option<&mut StagedTables> {
+        Some(&mut staged.tables)
     }
 
     async fn finish(

@@ -30,6 +30,7 @@ use super::audit::audit_staged;
 use super::open::{lock_and_recover, lock_project_and_recover, open, refuse_outside_warehouse};
 use super::open::{Held, Scope};
 use super::report::Observer;
+use super::staged_tables::StagedTables;
 use crate::catalog::PipelineCatalog;
 use crate::commit::publish::{publisher, Publication, PublishOutcome};
 use crate::commit::StagedTable;
@@ -160,18 +161,34 @@ pub trait TableOperation<'a>: Send {
         record
     }
 
+    /// The job-staged tables in `staged`, when that is what the operation publishes (a run, an
+    /// erase): the default `publication` and `on_conflict` then publish them as they are and
+    /// rebase each one another writer moved.
+    fn staged_tables(_staged: &mut Self::Staged) -> Option<&mut StagedTables> {
+        None
+    }
+
     /// The changes of one publish attempt, with `record` (stamped for this attempt) given its
-    /// tables. `None`: nothing left to change, nothing is published.
+    /// tables. `None`: nothing left to change, nothing is published. By default, the
+    /// operation's [`StagedTables`](Self::staged_tables).
     fn publication(
         &mut self,
         catalog: &PipelineCatalog,
         staged: &mut Self::Staged,
         record: RunRecord,
-    ) -> impl Future<Output = Result<Option<Publication>>> + Send;
+    ) -> impl Future<Output = Result<Option<Publication>>> + Send {
+        async move {
+            match Self::staged_tables(staged) {
+                Some(tables) => Ok(Some(tables.publication(catalog, record).await?)),
+                None => Err(Error::Internal("an operation without a publication".into())),
+            }
+        }
+    }
 
     /// Another writer moved the tables of the changes at `conflicts` (indexes into the last
     /// publication's changes) at attempt `attempt`: rebase or rebuild them for the next
-    /// attempt, or fail (nothing is published).
+    /// attempt, or fail (nothing is published). By default, the operation's
+    /// [`StagedTables`](Self::staged_tables) are rebased.
     fn on_conflict(
         &mut self,
         catalog: &PipelineCatalog,
@@ -179,7 +196,16 @@ pub trait TableOperation<'a>: Send {
         conflicts: &[usize],
         attempt: u32,
         observer: &Arc<dyn Observer>,
-    ) -> impl Future<Output = Result<()>> + Send;
+    ) -> impl Future<Output = Result<()>> + Send {
+        async move {
+            match Self::staged_tables(staged) {
+                Some(tables) => tables.rebase(catalog, conflicts, attempt, observer).await,
+                None => Err(Error::Internal(
+                    "an operation without a conflict rule".into(),
+                )),
+            }
+        }
+    }
 
     /// Once published (`record`: the published record) or once there was nothing to publish
     /// (`None`), still under the locks: the command's last steps and its output.

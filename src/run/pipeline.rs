@@ -23,7 +23,6 @@ use super::execute::{execute, Start};
 use super::options::RunOptions;
 use super::report::RunReport;
 use crate::catalog::PipelineCatalog;
-use crate::commit::publish::Publication;
 use crate::commit::JobContext;
 use crate::engine::return_freed_memory;
 use crate::error::{Error, Result};
@@ -209,27 +208,8 @@ impl<'a> TableOperation<'a> for RunOperation<'a> {
         }
     }
 
-    async fn publication(
-        &mut self,
-        catalog: &PipelineCatalog,
-        staged: &mut RunStaged,
-        record: RunRecord,
-    ) -> Result<Option<Publication>> {
-        Ok(Some(staged.tables.publication(catalog, record).await?))
-    }
-
-    async fn on_conflict(
-        &mut self,
-        catalog: &PipelineCatalog,
-        staged: &mut RunStaged,
-        conflicts: &[usize],
-        attempt: u32,
-        observer: &Arc<dyn Observer>,
-    ) -> Result<()> {
-        staged
-            .tables
-            .rebase(catalog, conflicts, attempt, observer)
-            .await
+    fn staged_tables(staged: &mut RunStaged) -> Option<&mut StagedTables> {
+        Some(&mut staged.tables)
     }
 
     async fn finish(

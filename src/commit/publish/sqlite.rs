@@ -119,7 +119,15 @@ impl SqlitePublisher {
             .execute(&mut *conn)
             .await?
             .rows_affected(),
-            (None, _) => sqlx::query(
+            // Neither a table to move nor metadata to create one from: refused before anything
+            // is written, rather than registering a table with no metadata location.
+            (None, None) => {
+                return Err(Error::Internal(format!(
+                    "{}: a change that neither moves an existing table nor creates one",
+                    change.table
+                )))
+            }
+            (None, Some(_)) => sqlx::query(
                 "INSERT OR IGNORE INTO iceberg_tables \
                  (catalog_name, table_namespace, table_name, metadata_location, iceberg_type) \
                  VALUES (?, ?, ?, ?, 'TABLE')",
@@ -132,5 +140,50 @@ impl SqlitePublisher {
             .await?
             .rows_affected(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::Connection;
+
+    use super::*;
+    use crate::commit::fixture::Warehouse;
+    use crate::spec::TableName;
+
+    #[tokio::test]
+    async fn a_change_with_neither_a_table_nor_metadata_registers_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let database = dir.path().join("catalog.db");
+        std::fs::File::create(&database).unwrap();
+        let mut conn = sqlite_connection(&database).await.unwrap();
+        sqlx::query(
+            "CREATE TABLE iceberg_tables (catalog_name TEXT, table_namespace TEXT, table_name TEXT, \
+             metadata_location TEXT, previous_metadata_location TEXT, iceberg_type TEXT)",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        let publisher = SqlitePublisher {
+            name: "embedded".into(),
+            database: database.clone(),
+            file_io: Warehouse::new().file_io,
+        };
+        let publication = Publication {
+            changes: vec![TableChange {
+                table: TableName::parse("silver.orders").unwrap(),
+                expected_location: None,
+                metadata: None,
+            }],
+            record: None,
+        };
+        let error = publisher.try_publish(&publication).await.err().unwrap();
+        assert!(error.to_string().contains("neither moves"), "{error}");
+        let (rows,): (i64,) = sqlx::query_as("SELECT count(*) FROM iceberg_tables")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(rows, 0);
+        conn.close().await.unwrap();
     }
 }
