@@ -8,7 +8,6 @@
 //! moved after the run.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use iceberg::spec::{SnapshotReference, SnapshotRetention, TableMetadata, MAIN_BRANCH};
@@ -22,7 +21,6 @@ use crate::error::{Error, Result};
 use crate::operation::{
     operate, Identity, Observer, Opened, Opening, RunStart, Staging, TableOperation,
 };
-use crate::records::lock::LockWait;
 use crate::records::{Invocation, RunKind, RunRecord, TableRecord};
 use crate::spec::TableName;
 
@@ -108,8 +106,6 @@ struct Reversed {
     changes: Vec<TableChange>,
     records: Vec<TableRecord>,
     reversals: Vec<Reversal>,
-    /// Per change of the last publication: the table did not exist when it was built.
-    created: Vec<bool>,
 }
 
 /// How every table `run` changed goes back to where the run found it.
@@ -118,7 +114,6 @@ async fn reverse(catalog: &PipelineCatalog, run: &RunRecord) -> Result<Reversed>
         changes: Vec::new(),
         records: Vec::new(),
         reversals: Vec::new(),
-        created: Vec::new(),
     };
     for t in &run.tables {
         if t.snapshot_before == t.snapshot_after {
@@ -162,10 +157,6 @@ impl<'a> TableOperation<'a> for RollbackOperation<'a> {
             catalog: self.catalog,
             pipeline: &self.run.pipeline,
         }
-    }
-
-    fn wait(&self) -> LockWait {
-        LockWait(Some(Duration::from_secs(3600)))
     }
 
     fn identity(&self) -> Identity<'_> {
@@ -215,34 +206,10 @@ impl<'a> TableOperation<'a> for RollbackOperation<'a> {
         staged: &mut Reversed,
         record: RunRecord,
     ) -> Result<Option<Publication>> {
-        staged.created = staged
-            .changes
-            .iter()
-            .map(|c| c.expected_location.is_none())
-            .collect();
         Ok(Some(Publication {
             changes: std::mem::take(&mut staged.changes),
             record: Some(record.with_tables(staged.records.clone())),
         }))
-    }
-
-    async fn on_conflict(
-        &mut self,
-        _catalog: &PipelineCatalog,
-        staged: &mut Reversed,
-        conflicts: &[usize],
-        _attempt: u32,
-        _observer: &Arc<dyn Observer>,
-    ) -> Result<()> {
-        let i = conflicts[0];
-        Err(Error::Conflict {
-            table: staged.records[i].table.clone(),
-            message: match staged.created[i] {
-                false => "another writer committed to it after this command read it",
-                true => "another writer created it after this command started",
-            }
-            .into(),
-        })
     }
 
     async fn finish(

@@ -10,7 +10,6 @@
 //! files changed.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use arrow::record_batch::RecordBatch;
 use datafusion::common::DFSchema;
@@ -30,7 +29,6 @@ use crate::error::{Error, Result};
 use crate::operation::{
     operate, Identity, Observer, Opened, Opening, RunStart, Staging, TableOperation,
 };
-use crate::records::lock::LockWait;
 use crate::records::{Invocation, RunKind, RunRecord, TableRecord};
 use crate::spec::TableName;
 
@@ -122,10 +120,6 @@ impl<'a> TableOperation<'a> for RowChangeOperation<'a> {
         }
     }
 
-    fn wait(&self) -> LockWait {
-        LockWait(Some(Duration::from_secs(3600)))
-    }
-
     fn identity(&self) -> Identity<'_> {
         Identity {
             kind: RunKind::Sql,
@@ -187,20 +181,6 @@ impl<'a> TableOperation<'a> for RowChangeOperation<'a> {
             changes: vec![TableChange::publish(table)?],
             record: Some(record.with_tables(vec![staged.entry.clone()])),
         }))
-    }
-
-    async fn on_conflict(
-        &mut self,
-        _catalog: &PipelineCatalog,
-        _staged: &mut Changed,
-        _conflicts: &[usize],
-        _attempt: u32,
-        _observer: &Arc<dyn Observer>,
-    ) -> Result<()> {
-        Err(Error::Conflict {
-            table: self.change.table.to_string(),
-            message: "another writer committed to it after this command read it".into(),
-        })
     }
 
     async fn finish(

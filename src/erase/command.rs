@@ -16,7 +16,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::Utc;
 use serde::Serialize;
@@ -138,7 +137,6 @@ struct EraseStaged {
     report: EraseReport,
     sources: RewrittenSources,
     erased: Vec<TableName>,
-    run_id: String,
 }
 
 impl<'a> TableOperation<'a> for EraseOperation<'a> {
@@ -155,10 +153,6 @@ impl<'a> TableOperation<'a> for EraseOperation<'a> {
             pipeline: self.pipeline,
             scope,
         }
-    }
-
-    fn wait(&self) -> LockWait {
-        LockWait(Some(Duration::from_secs(3600)))
     }
 
     fn identity(&self) -> Identity<'_> {
@@ -221,7 +215,6 @@ impl<'a> TableOperation<'a> for EraseOperation<'a> {
             report: surveyed.report,
             sources: surveyed.found.sources,
             erased: surveyed.erased,
-            run_id: run.run_id.clone(),
         }))
     }
 
@@ -245,7 +238,7 @@ impl<'a> TableOperation<'a> for EraseOperation<'a> {
         self,
         opened: Opened<'a>,
         staged: EraseStaged,
-        _record: Option<RunRecord>,
+        record: Option<RunRecord>,
         _observer: Arc<dyn Observer>,
     ) -> Result<EraseReport> {
         tracing::debug!("erase: published");
@@ -253,11 +246,13 @@ impl<'a> TableOperation<'a> for EraseOperation<'a> {
             mut report,
             sources,
             erased,
-            run_id,
             ..
         } = staged;
+        let record =
+            record.ok_or_else(|| Error::Internal("an erase finished without its record".into()))?;
         sources.commit()?;
-        report.record = Some(opened.catalog.run(&run_id).await?);
+        let run_id = record.run_id.clone();
+        report.record = Some(record);
         if self.request.purge {
             let mut invocation = self.request.invocation.clone();
             invocation.reason = Some(format!(

@@ -180,6 +180,7 @@ impl<'a> TableOperation<'a> for MaintainOperation<'a> {
         &mut self,
         catalog: &PipelineCatalog,
         staged: &mut MaintainStaged,
+        _publication: &Publication,
         conflicts: &[usize],
         attempt: u32,
         observer: &Arc<dyn Observer>,

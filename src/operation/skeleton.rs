@@ -137,8 +137,11 @@ pub trait TableOperation<'a>: Send {
 
     /// Whose locks, and whether the pipeline is validated first.
     fn opening(&self) -> Opening<'a>;
-    /// How long to wait for another command holding the locks.
-    fn wait(&self) -> LockWait;
+    /// How long to wait for another command holding the locks: an hour by default (a
+    /// command a person runs waits out a nightly run).
+    fn wait(&self) -> LockWait {
+        LockWait(Some(Duration::from_secs(3600)))
+    }
     /// The record's kind, pipeline, invocation (and run id, when given).
     fn identity(&self) -> Identity<'_>;
 
@@ -185,14 +188,16 @@ pub trait TableOperation<'a>: Send {
         }
     }
 
-    /// Another writer moved the tables of the changes at `conflicts` (indexes into the last
-    /// publication's changes) at attempt `attempt`: rebase or rebuild them for the next
-    /// attempt, or fail (nothing is published). By default, the operation's
-    /// [`StagedTables`](Self::staged_tables) are rebased.
+    /// Another writer moved the tables of the changes at `conflicts` (indexes into
+    /// `publication`, the attempt's) at attempt `attempt`: rebase or rebuild them for the next
+    /// attempt, or fail (nothing is published). By default the operation's
+    /// [`StagedTables`](Self::staged_tables) are rebased; an operation without them fails
+    /// naming the first table (a rollback, a `sql` change: what they built cannot be rebased).
     fn on_conflict(
         &mut self,
         catalog: &PipelineCatalog,
         staged: &mut Self::Staged,
+        publication: &Publication,
         conflicts: &[usize],
         attempt: u32,
         observer: &Arc<dyn Observer>,
@@ -200,9 +205,7 @@ pub trait TableOperation<'a>: Send {
         async move {
             match Self::staged_tables(staged) {
                 Some(tables) => tables.rebase(catalog, conflicts, attempt, observer).await,
-                None => Err(Error::Internal(
-                    "an operation without a conflict rule".into(),
-                )),
+                None => Err(publication.conflict(conflicts)),
             }
         }
     }
@@ -308,7 +311,7 @@ async fn publish<'a, O: TableOperation<'a>>(
             });
         }
         operation
-            .on_conflict(catalog, staged, &conflicts, attempt, observer)
+            .on_conflict(catalog, staged, &publication, &conflicts, attempt, observer)
             .await?;
         let backoff = 50u64 << attempt;
         let jitter = uuid::Uuid::new_v4().as_u128() as u64 % backoff;

@@ -110,19 +110,6 @@ impl<'a> TableOperation<'a> for FailureRecord<'a> {
         }))
     }
 
-    async fn on_conflict(
-        &mut self,
-        _catalog: &PipelineCatalog,
-        _staged: &mut (),
-        _conflicts: &[usize],
-        _attempt: u32,
-        _observer: &Arc<dyn Observer>,
-    ) -> Result<()> {
-        Err(Error::Internal(
-            "a record without tables cannot conflict".into(),
-        ))
-    }
-
     async fn finish(
         self,
         _opened: Opened<'a>,

@@ -221,13 +221,13 @@ impl<'a> TableOperation<'a> for RunOperation<'a> {
     ) -> Result<Served> {
         tracing::debug!(ms = self.clock.elapsed().as_millis() as u64, "published");
         let pipeline = self.pipeline;
-        let mut tables: Vec<String> = staged
+        // Sorted by name, as the run staged them.
+        let tables: Vec<String> = staged
             .tables
             .tables
             .iter()
             .map(|t| t.table.to_string())
             .collect();
-        tables.sort();
         let (maintenance, maintenance_error) = match &opened.lock {
             Some(lock) if pipeline.maintenance.after_run && !tables.is_empty() => {
                 let invocation = &self.options.invocation;

@@ -39,8 +39,6 @@ use uuid::Uuid;
 
 use super::merge::merge_manifests;
 use super::staged::{StagedTable, WriteMode};
-#[cfg(test)]
-use super::summary;
 use super::target::TableTarget;
 use crate::error::{Error, Result};
 use crate::spec::TableName;
@@ -338,6 +336,7 @@ mod tests {
 
     use super::*;
     use crate::commit::fixture::{months, published, Warehouse, MARCH_2024};
+    use crate::commit::summary;
 
     fn number(staged: &StagedTable, key: &str) -> u64 {
         summary::total(staged.metadata.snapshot_by_id(staged.snapshot_id), key)

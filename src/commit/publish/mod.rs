@@ -22,7 +22,7 @@ mod recover;
 mod rest_tx;
 mod sqlite;
 
-pub use per_catalog::{publish, publisher};
+pub use per_catalog::publisher;
 pub use publication::{Publication, PublishOutcome, Publisher, TableChange};
 pub use rebase::rebase;
 pub use recover::{publish_in_progress, recover, Recovery};

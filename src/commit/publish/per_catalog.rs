@@ -3,11 +3,10 @@
 //! (table by table after a durable intent).
 
 use super::journal::JournaledPublisher;
-use super::publication::{Publication, Publisher};
+use super::publication::Publisher;
 use super::rest_tx::TransactionPublisher;
 use super::sqlite::SqlitePublisher;
 use crate::catalog::{Backend, PipelineCatalog};
-use crate::error::Result;
 
 /// The publisher of `catalog`'s kind.
 pub fn publisher(catalog: &PipelineCatalog) -> Box<dyn Publisher> {
@@ -27,11 +26,4 @@ pub fn publisher(catalog: &PipelineCatalog) -> Box<dyn Publisher> {
             }),
         },
     }
-}
-
-/// Publishes every change of `publication` at once on `catalog`, or none; on a conflict
-/// nothing moves and the error names the table (see [`Publisher::publish`]). Returns the new
-/// metadata location of each table, in order.
-pub async fn publish(catalog: &PipelineCatalog, publication: Publication) -> Result<Vec<String>> {
-    publisher(catalog).publish(publication).await
 }

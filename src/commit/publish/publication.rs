@@ -41,6 +41,24 @@ pub struct Publication {
     pub record: Option<RunRecord>,
 }
 
+impl Publication {
+    /// The error for a publish refused because another writer moved the tables of the changes
+    /// at `conflicts` first: it names the first, and says whether it was moved or created.
+    pub fn conflict(&self, conflicts: &[usize]) -> Error {
+        let Some(change) = conflicts.first().and_then(|&i| self.changes.get(i)) else {
+            return Error::Internal("a conflict without a change".into());
+        };
+        Error::Conflict {
+            table: change.table.to_string(),
+            message: match change.expected_location {
+                Some(_) => "another writer committed to it after this command read it",
+                None => "another writer created it after this command started",
+            }
+            .into(),
+        }
+    }
+}
+
 /// What an attempt to publish did.
 pub enum PublishOutcome {
     /// Every pointer moved; the new metadata location of each table, in order.
@@ -55,25 +73,6 @@ pub trait Publisher: Send + Sync {
     /// Publishes every change at once, or (when another writer moved any of the tables since
     /// the change was staged) nothing, reporting every such table.
     async fn try_publish(&self, publication: &Publication) -> Result<PublishOutcome>;
-
-    /// Publishes every change at once. On any conflict nothing moves and the error names the
-    /// table. Returns the new metadata location of each table, in order.
-    async fn publish(&self, publication: Publication) -> Result<Vec<String>> {
-        match self.try_publish(&publication).await? {
-            PublishOutcome::Published(locations) => Ok(locations),
-            PublishOutcome::Conflicts(indexes) => {
-                let change = &publication.changes[indexes[0]];
-                Err(Error::Conflict {
-                    table: change.table.to_string(),
-                    message: match change.expected_location {
-                        Some(_) => "another writer committed to it after this command read it",
-                        None => "another writer created it after this command started",
-                    }
-                    .into(),
-                })
-            }
-        }
-    }
 }
 
 /// A change's base on a remote catalog (its metadata location and metadata) and the metadata
