@@ -53,7 +53,7 @@ impl CatalogConfig {
         match self {
             CatalogConfig::Sql { database, .. } => format!("sql {}", database.display()),
             CatalogConfig::S3Tables(c) => format!("s3tables {}", c.table_bucket_arn),
-            CatalogConfig::Rest(c) => format!("rest {}", c.uri),
+            CatalogConfig::Rest(c) => format!("{} {}", c.flavor, c.uri),
         }
     }
 }
@@ -86,7 +86,20 @@ pub struct RestConfig {
     /// Use the server's multi-table commit when it offers one (default). `false` forces
     /// per-table commits with a durable publish record, as on servers without transactions.
     pub transactions: bool,
+    /// `signing = "sigv4"`: every request carries an AWS Signature Version 4.
+    pub signing: Option<SigV4Signing>,
+    /// The section's `type`: `rest`, `s3tables-rest` or `glue-rest` (for messages).
+    pub flavor: &'static str,
     pub storage: S3Storage,
+}
+
+/// How a REST catalog's requests are signed with SigV4 (credentials: the storage settings'
+/// named variables or profile, else the standard AWS chain).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SigV4Signing {
+    /// The signing name: `s3tables`, `glue`, or `execute-api` (API Gateway) by default.
+    pub name: String,
+    pub region: String,
 }
 
 /// How data and metadata files on S3 are reached.

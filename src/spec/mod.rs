@@ -22,7 +22,7 @@ mod table;
 mod transform;
 
 pub use catalog::{
-    read_env, CatalogConfig, RestConfig, S3Storage, S3TablesConfig, StaticCredentials,
+    read_env, CatalogConfig, RestConfig, S3Storage, S3TablesConfig, SigV4Signing, StaticCredentials,
 };
 pub use column::ColumnRef;
 pub use column_type::{ColumnType, TYPE_NAMES};

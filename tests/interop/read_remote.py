@@ -5,6 +5,8 @@
     python3 tests/interop/read_remote.py static TABLE=METADATA...   (StaticTable per table)
 
 S3 access comes from S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION.
+With SIGV4_SIGNING_NAME set, PyIceberg signs its catalog requests with SigV4 (that name, the
+region AWS_REGION, the same credentials).
 Prints {"ns.table": {"rows": N, "sums": {...}}}, "sums" holding the sum of every integer and
 decimal column as a string (null when the column has no values). Used by
 tests/it/remote_catalogs.rs.
@@ -38,6 +40,10 @@ def main() -> None:
         "s3.region": os.environ["AWS_REGION"],
         "s3.force-virtual-addressing": "false",
     }
+    if os.environ.get("SIGV4_SIGNING_NAME"):
+        props["rest.sigv4-enabled"] = "true"
+        props["rest.signing-name"] = os.environ["SIGV4_SIGNING_NAME"]
+        props["rest.signing-region"] = os.environ["AWS_REGION"]
     mode, args = sys.argv[1], sys.argv[2:]
     out = {}
     if mode == "rest":

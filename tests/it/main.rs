@@ -42,6 +42,7 @@ mod row_changes;
 mod run_records;
 mod schedule;
 mod schema_evolution;
+mod signed_rest;
 mod source_text;
 mod spec_errors;
 mod sql_gate;

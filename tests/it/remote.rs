@@ -79,7 +79,8 @@ pub fn s3_bucket() -> String {
     name
 }
 
-fn storage_settings() -> String {
+/// The catalog-section lines for moto's S3 with the test credentials.
+pub fn storage_settings() -> String {
     format!(
         "region = \"{REGION}\"\ns3_endpoint = \"{}\"\npath_style_access = true\n\
          access_key_id_env = \"{KEY_ENV}\"\nsecret_access_key_env = \"{SECRET_ENV}\"\n",
@@ -273,6 +274,14 @@ impl Project {
         self
     }
 
+    /// Every command of this project now runs on the catalog `section` (a `[catalogs.remote]`
+    /// table, storage settings included), with the test credentials in the environment.
+    pub fn on_catalog_section(mut self, section: &str) -> Project {
+        add_catalog(&self, section);
+        self.use_remote();
+        self
+    }
+
     fn use_remote(&mut self) {
         self.catalog = Some("remote".into());
         self.env.push((KEY_ENV.into(), KEY.into()));
@@ -304,6 +313,25 @@ impl Project {
     /// sum of every integer and decimal column, per table. REST tables are read through
     /// PyIceberg's RestCatalog; others from their current metadata file.
     pub fn pyiceberg_remote(&self, rest: Option<&Rustberg>, tables: &[&str]) -> serde_json::Value {
+        self.read_remote(rest.map(|r| (r.uri.as_str(), None)), tables)
+    }
+
+    /// Like [`Project::pyiceberg_remote`], through `proxy`, PyIceberg signing its requests
+    /// with its own SigV4 signer (botocore's) as `service`.
+    pub fn pyiceberg_signed(
+        &self,
+        proxy: &SigV4Proxy,
+        service: &str,
+        tables: &[&str],
+    ) -> serde_json::Value {
+        self.read_remote(Some((proxy.uri.as_str(), Some(service))), tables)
+    }
+
+    fn read_remote(
+        &self,
+        rest: Option<(&str, Option<&str>)>,
+        tables: &[&str],
+    ) -> serde_json::Value {
         let mut command = Command::new("python3");
         command
             .arg(crate::common::repo().join("tests/interop/read_remote.py"))
@@ -312,8 +340,11 @@ impl Project {
             .env("AWS_SECRET_ACCESS_KEY", SECRET)
             .env("AWS_REGION", REGION);
         match rest {
-            Some(server) => {
-                command.arg("rest").arg(&server.uri).args(tables);
+            Some((uri, signing)) => {
+                if let Some(name) = signing {
+                    command.env("SIGV4_SIGNING_NAME", name);
+                }
+                command.arg("rest").arg(uri).args(tables);
             }
             None => {
                 command.arg("static");
@@ -333,5 +364,95 @@ impl Project {
             String::from_utf8_lossy(&out.stderr)
         );
         serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+/// A SigV4-verifying proxy in front of a [`Rustberg`] (tests/servers/sigv4_proxy.py): it
+/// plays AWS's Iceberg REST endpoint, recomputing each request's signature with botocore and
+/// the test secret for `service` in us-east-1, answering 403 on any mismatch and forwarding
+/// the rest. Stopped when dropped.
+pub struct SigV4Proxy {
+    child: Child,
+    pub uri: String,
+    log: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl SigV4Proxy {
+    pub fn start(target: &Rustberg, service: &str) -> SigV4Proxy {
+        SigV4Proxy::serving(target, service, &[])
+    }
+
+    /// Like [`SigV4Proxy::start`], as an AWS endpoint serving one warehouse under a path:
+    /// `options` such as `["--warehouse", ARN, "--strip-prefix", "/iceberg"]`.
+    pub fn serving(target: &Rustberg, service: &str, options: &[&str]) -> SigV4Proxy {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("requests.log");
+        let mut child = Command::new("python3")
+            .arg(crate::common::repo().join("tests/servers/sigv4_proxy.py"))
+            .args(["--target", &target.uri, "--key", KEY, "--secret", SECRET])
+            .args([
+                "--region",
+                REGION,
+                "--service",
+                service,
+                "--exit-with-parent",
+            ])
+            .args(options)
+            .arg("--log")
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 must be installed");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("the SigV4 proxy did not start: {line:?}"));
+        SigV4Proxy {
+            child,
+            uri: format!("http://127.0.0.1:{port}"),
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// The proxy's verdicts so far, one line per request: `ok|refused METHOD PATH [reason]`.
+    pub fn requests(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for SigV4Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Project {
+    /// Every command of this project now runs on `proxy` (REST signed with SigV4 as
+    /// `service`; warehouse on moto S3), with `settings` added to the catalog section.
+    pub fn on_signed_rest(mut self, proxy: &SigV4Proxy, service: &str, settings: &str) -> Project {
+        add_catalog(
+            &self,
+            &format!(
+                "\n[catalogs.remote]\ntype = \"rest\"\nuri = \"{}\"\nsigning = \"sigv4\"\n\
+                 signing_name = \"{service}\"\n{settings}{}",
+                proxy.uri,
+                storage_settings()
+            ),
+        );
+        self.use_remote();
+        self
     }
 }

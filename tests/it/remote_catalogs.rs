@@ -23,7 +23,7 @@ fn contents_of_all(p: &Project) -> Vec<(String, Vec<Vec<Option<String>>>)> {
 
 /// Runs, backfills February and rolls the backfill back on `remote` and on the embedded
 /// catalog; every table must be equal after each step.
-fn retail_backfill_rollback(remote: &Project) {
+pub(crate) fn retail_backfill_rollback(remote: &Project) {
     let local = Project::retail();
     for p in [&local, remote] {
         let report = p.json(&["run", "retail"]);
@@ -82,16 +82,22 @@ fn retail_backfill_rollback(remote: &Project) {
     );
 }
 
+/// The retail pipeline's gold tables.
+pub(crate) const GOLD: [&str; 4] = [
+    "gold.fact_orders",
+    "gold.customer_metrics",
+    "gold.monthly_revenue",
+    "gold.repeat_buyers",
+];
+
 /// PyIceberg's row counts and sums agree with the engine's for the gold tables.
 fn pyiceberg_agrees(p: &Project, rest: Option<&Rustberg>) {
-    let gold = [
-        "gold.fact_orders",
-        "gold.customer_metrics",
-        "gold.monthly_revenue",
-        "gold.repeat_buyers",
-    ];
-    let read = p.pyiceberg_remote(rest, &gold);
-    for t in gold {
+    gold_agrees(p, &p.pyiceberg_remote(rest, &GOLD));
+}
+
+/// `read` (PyIceberg's row counts and sums of the gold tables) agrees with the engine's.
+pub(crate) fn gold_agrees(p: &Project, read: &serde_json::Value) {
+    for t in GOLD {
         let engine = p.query(&format!("SELECT count(*) FROM {t}"));
         assert_eq!(
             read[t]["rows"].as_u64().map(|n| n.to_string()),

@@ -3,10 +3,12 @@
 
 use std::path::Path;
 
+use toml::Spanned;
+
 use super::position::Positions;
 use super::raw::RawCatalog;
 use crate::error::{Error, Result};
-use crate::spec::catalog::{CatalogConfig, RestConfig, S3Storage, S3TablesConfig};
+use crate::spec::catalog::{CatalogConfig, RestConfig, S3Storage, S3TablesConfig, SigV4Signing};
 
 /// One `[catalog]` or `[catalogs.NAME]` table.
 pub(super) fn catalog_config(
@@ -20,11 +22,13 @@ pub(super) fn catalog_config(
         "sql" => sql_catalog(at, project_dir, c)?,
         "s3tables" => s3tables_catalog(at, c, storage)?,
         "rest" => rest_catalog(at, c, storage)?,
+        "s3tables-rest" => s3tables_rest_catalog(at, c, storage)?,
+        "glue-rest" => glue_rest_catalog(at, c, storage)?,
         other => {
             return Err(at.error(
                 c.kind.span(),
                 format!("unknown catalog type `{other}`"),
-                Some("supported: \"sql\" (embedded SQLite catalog + local warehouse), \"s3tables\" (AWS S3 Tables), \"rest\" (any Iceberg REST catalog)".into()),
+                Some("supported: \"sql\" (embedded SQLite catalog + local warehouse), \"s3tables\" (AWS S3 Tables through its API), \"s3tables-rest\" (S3 Tables' Iceberg REST endpoint), \"glue-rest\" (Glue's Iceberg REST endpoint), \"rest\" (any Iceberg REST catalog)".into()),
             ))
         }
     })
@@ -124,18 +128,12 @@ fn s3tables_catalog(at: &Positions, c: &RawCatalog, storage: S3Storage) -> Resul
             Some("e.g. table_bucket_arn = \"arn:aws:s3tables:us-east-1:111122223333:bucket/analytics\"".into()),
         ));
     };
-    let parts: Vec<&str> = arn.get_ref().split(':').collect();
-    if parts.len() != 6 || parts[2] != "s3tables" || !parts[5].starts_with("bucket/") {
-        return Err(at.error(
-            arn.span(),
-            format!("`{}` is not a table bucket ARN", arn.get_ref()),
-            Some("expected arn:aws:s3tables:REGION:ACCOUNT:bucket/NAME".into()),
-        ));
-    }
+    let arn_region = table_bucket_region(at, arn)?;
     if c.uri.is_some() {
         return Err(unsupported(at, c, "uri", "s3tables"));
     }
-    let region = c.region.clone().unwrap_or_else(|| parts[3].to_string());
+    refuse_signing(at, c, "s3tables")?;
+    let region = c.region.clone().unwrap_or(arn_region);
     Ok(CatalogConfig::S3Tables(S3TablesConfig {
         table_bucket_arn: arn.get_ref().clone(),
         region: region.clone(),
@@ -145,6 +143,182 @@ fn s3tables_catalog(at: &Positions, c: &RawCatalog, storage: S3Storage) -> Resul
             ..storage
         },
     }))
+}
+
+/// The region of a table bucket ARN (`arn:aws:s3tables:REGION:ACCOUNT:bucket/NAME`), or the
+/// error at the ARN.
+fn table_bucket_region(at: &Positions, arn: &Spanned<String>) -> Result<String> {
+    let parts: Vec<&str> = arn.get_ref().split(':').collect();
+    if parts.len() != 6 || parts[2] != "s3tables" || !parts[5].starts_with("bucket/") {
+        return Err(at.error(
+            arn.span(),
+            format!("`{}` is not a table bucket ARN", arn.get_ref()),
+            Some("expected arn:aws:s3tables:REGION:ACCOUNT:bucket/NAME".into()),
+        ));
+    }
+    Ok(parts[3].to_string())
+}
+
+/// The AWS kinds sign by themselves (`s3tables` through the AWS SDK) and take no bearer
+/// token or OAuth2 credential.
+fn refuse_signing(at: &Positions, c: &RawCatalog, kind: &str) -> Result<()> {
+    for (set, field) in [
+        (c.signing.is_some(), "signing"),
+        (c.signing_name.is_some(), "signing_name"),
+        (c.signing_region.is_some(), "signing_region"),
+        (c.token_env.is_some(), "token_env"),
+        (c.credential_env.is_some(), "credential_env"),
+        (c.oauth2_server_uri.is_some(), "oauth2_server_uri"),
+    ] {
+        if set {
+            return Err(unsupported(at, c, field, kind));
+        }
+    }
+    Ok(())
+}
+
+/// `signing = "sigv4"` (with `signing_name`, default `execute-api`, and `signing_region` or
+/// `region`) of a plain REST catalog.
+fn rest_signing(at: &Positions, c: &RawCatalog) -> Result<Option<SigV4Signing>> {
+    let Some(signing) = &c.signing else {
+        if c.signing_name.is_some() || c.signing_region.is_some() {
+            return Err(at.error(
+                c.kind.span(),
+                "`signing_name` and `signing_region` need `signing = \"sigv4\"`".into(),
+                None,
+            ));
+        }
+        return Ok(None);
+    };
+    match signing.get_ref().as_str() {
+        "sigv4" => {}
+        "none" => return Ok(None),
+        other => {
+            return Err(at.error(
+                signing.span(),
+                format!("unknown signing `{other}`"),
+                Some("supported: \"sigv4\" (AWS Signature Version 4) or \"none\"".into()),
+            ))
+        }
+    }
+    let Some(region) = c.signing_region.clone().or_else(|| c.region.clone()) else {
+        return Err(at.error(
+            signing.span(),
+            "a SigV4-signed catalog needs `region` (or `signing_region`)".into(),
+            Some("e.g. region = \"us-east-1\"".into()),
+        ));
+    };
+    if c.token_env.is_some() || c.credential_env.is_some() {
+        return Err(at.error(
+            signing.span(),
+            "a SigV4-signed catalog is reached with AWS credentials; `token_env` and `credential_env` do not apply".into(),
+            Some("name AWS credentials with access_key_id_env / secret_access_key_env or `profile`, or leave them out for the standard AWS chain".into()),
+        ));
+    }
+    Ok(Some(SigV4Signing {
+        name: c
+            .signing_name
+            .clone()
+            .unwrap_or_else(|| "execute-api".into()),
+        region,
+    }))
+}
+
+/// `type = "s3tables-rest"`: S3 Tables' Iceberg REST endpoint for the bucket `table_bucket_arn`
+/// (`https://s3tables.REGION.amazonaws.com/iceberg`, or `uri`), signed with SigV4 as `s3tables`.
+fn s3tables_rest_catalog(
+    at: &Positions,
+    c: &RawCatalog,
+    storage: S3Storage,
+) -> Result<CatalogConfig> {
+    let Some(arn) = &c.table_bucket_arn else {
+        return Err(at.error(
+            c.kind.span(),
+            "an s3tables-rest catalog needs `table_bucket_arn`".into(),
+            Some("e.g. table_bucket_arn = \"arn:aws:s3tables:us-east-1:111122223333:bucket/analytics\"".into()),
+        ));
+    };
+    let region = c.region.clone().unwrap_or(table_bucket_region(at, arn)?);
+    refuse_signing(at, c, "s3tables-rest")?;
+    Ok(CatalogConfig::Rest(RestConfig {
+        uri: c.uri.as_ref().map_or_else(
+            || format!("https://s3tables.{region}.amazonaws.com/iceberg"),
+            |u| u.get_ref().trim_end_matches('/').to_string(),
+        ),
+        warehouse: Some(arn.get_ref().clone()),
+        signing: Some(SigV4Signing {
+            name: "s3tables".into(),
+            region: region.clone(),
+        }),
+        flavor: "s3tables-rest",
+        ..aws_rest(c, storage, region)
+    }))
+}
+
+/// `type = "glue-rest"`: the Glue Data Catalog of `account_id` through Glue's Iceberg REST
+/// endpoint (`https://glue.REGION.amazonaws.com/iceberg`, or `uri`), signed as `glue`;
+/// `warehouse` picks another catalog of the account (e.g. `ACCOUNT:s3tablescatalog/BUCKET`).
+fn glue_rest_catalog(at: &Positions, c: &RawCatalog, storage: S3Storage) -> Result<CatalogConfig> {
+    let Some(account) = &c.account_id else {
+        return Err(at.error(
+            c.kind.span(),
+            "a glue-rest catalog needs `account_id`".into(),
+            Some("the 12-digit AWS account whose Glue Data Catalog holds the tables, e.g. account_id = \"111122223333\"".into()),
+        ));
+    };
+    let id = account.get_ref();
+    if id.len() != 12 || !id.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(at.error(
+            account.span(),
+            format!("`{id}` is not an AWS account id"),
+            Some("an account id has 12 digits".into()),
+        ));
+    }
+    let Some(region) = c.region.clone() else {
+        return Err(at.error(
+            c.kind.span(),
+            "a glue-rest catalog needs `region`".into(),
+            Some("e.g. region = \"us-east-1\"".into()),
+        ));
+    };
+    if c.table_bucket_arn.is_some() {
+        return Err(unsupported(at, c, "table_bucket_arn", "glue-rest"));
+    }
+    refuse_signing(at, c, "glue-rest")?;
+    Ok(CatalogConfig::Rest(RestConfig {
+        uri: c.uri.as_ref().map_or_else(
+            || format!("https://glue.{region}.amazonaws.com/iceberg"),
+            |u| u.get_ref().trim_end_matches('/').to_string(),
+        ),
+        warehouse: Some(c.warehouse.clone().unwrap_or_else(|| id.clone())),
+        signing: Some(SigV4Signing {
+            name: "glue".into(),
+            region: region.clone(),
+        }),
+        flavor: "glue-rest",
+        ..aws_rest(c, storage, region)
+    }))
+}
+
+/// The settings an AWS REST endpoint shares with a plain REST catalog (its data on S3 in
+/// `region`); bearer tokens and OAuth2 do not apply.
+fn aws_rest(c: &RawCatalog, storage: S3Storage, region: String) -> RestConfig {
+    RestConfig {
+        uri: String::new(),
+        warehouse: None,
+        credential_env: None,
+        token_env: None,
+        oauth2_server_uri: None,
+        scope: None,
+        headers: c.headers.clone(),
+        transactions: c.transactions.unwrap_or(true),
+        signing: None,
+        flavor: "rest",
+        storage: S3Storage {
+            region: Some(region),
+            ..storage
+        },
+    }
 }
 
 /// `type = "rest"`: any Iceberg REST catalog at `uri` (without a trailing `/`).
@@ -159,6 +333,9 @@ fn rest_catalog(at: &Positions, c: &RawCatalog, storage: S3Storage) -> Result<Ca
     if c.table_bucket_arn.is_some() {
         return Err(unsupported(at, c, "table_bucket_arn", "rest"));
     }
+    if c.account_id.is_some() {
+        return Err(unsupported(at, c, "account_id", "rest"));
+    }
     Ok(CatalogConfig::Rest(RestConfig {
         uri: uri.get_ref().trim_end_matches('/').to_string(),
         warehouse: c.warehouse.clone(),
@@ -168,6 +345,8 @@ fn rest_catalog(at: &Positions, c: &RawCatalog, storage: S3Storage) -> Result<Ca
         scope: c.scope.clone(),
         headers: c.headers.clone(),
         transactions: c.transactions.unwrap_or(true),
+        signing: rest_signing(at, c)?,
+        flavor: "rest",
         storage,
     }))
 }

@@ -123,6 +123,11 @@ pub(super) struct RawCatalog {
     #[serde(default)]
     pub headers: std::collections::BTreeMap<String, String>,
     pub transactions: Option<bool>,
+    pub signing: Option<Spanned<String>>,
+    pub signing_name: Option<String>,
+    pub signing_region: Option<String>,
+    // glue-rest
+    pub account_id: Option<Spanned<String>>,
     // storage (s3tables and rest)
     pub s3_endpoint: Option<String>,
     pub path_style_access: Option<bool>,

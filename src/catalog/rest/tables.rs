@@ -1,0 +1,344 @@
+//! The `iceberg::Catalog` of a REST catalog, over [`RestApi`]: namespaces and tables are
+//! listed, created, loaded and dropped by the REST routes of the Iceberg REST specification,
+//! with every request authenticated the way the spec's catalog section says (`api.rs`).
+//!
+//! The engine reads through this; it publishes through `commit.rs` (compare-and-set commits
+//! and multi-table transactions). A loaded table's files are read with the catalog's file
+//! properties over the credentials the server hands out for it (its `config` and
+//! `storage-credentials`): properties the spec sets win.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use iceberg::io::{FileIO, FileIOBuilder, StorageFactory};
+use iceberg::spec::TableMetadata;
+use iceberg::table::Table;
+use iceberg::{
+    Catalog, Error, ErrorKind, Namespace, NamespaceIdent, Result, Runtime, TableCommit,
+    TableCreation, TableIdent,
+};
+use reqwest::{Method, StatusCode};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::api::{urlencode, Refused, RestApi};
+
+/// A REST catalog's tables.
+pub(super) struct RestTables {
+    pub(super) api: std::sync::Arc<RestApi>,
+    pub(super) factory: std::sync::Arc<dyn StorageFactory>,
+    /// FileIO properties from the spec (storage endpoint, region, named credentials).
+    pub(super) file_props: HashMap<String, String>,
+    /// The server's `/v1/config` `defaults` and `overrides`, for FileIO.
+    pub(super) defaults: HashMap<String, String>,
+    pub(super) overrides: HashMap<String, String>,
+    pub(super) runtime: Runtime,
+}
+
+impl std::fmt::Debug for RestTables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestTables")
+            .field("uri", &self.api.uri)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `LoadTableResult` of the REST specification.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct LoadTable {
+    metadata_location: Option<String>,
+    metadata: TableMetadata,
+    #[serde(default)]
+    config: HashMap<String, String>,
+    #[serde(default)]
+    storage_credentials: Vec<StorageCredential>,
+}
+
+/// One entry of `storage-credentials`: the credentials for files under `prefix`.
+#[derive(Deserialize)]
+struct StorageCredential {
+    prefix: String,
+    #[serde(default)]
+    config: HashMap<String, String>,
+}
+
+/// A namespace's path segment (levels joined by the unit separator, as the spec says).
+fn namespace_path(ns: &NamespaceIdent) -> String {
+    format!("/namespaces/{}", urlencode(&ns.join("\u{1f}")))
+}
+
+fn table_path(table: &TableIdent) -> String {
+    format!(
+        "{}/tables/{}",
+        namespace_path(table.namespace()),
+        urlencode(table.name())
+    )
+}
+
+impl RestTables {
+    /// The iceberg error for a refused request: it names the catalog, the request and, for
+    /// a refused signature or token, what to check.
+    fn refused(&self, what: &str, r: Refused) -> Error {
+        let hint = match r.status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if self.api.signs() => {
+                ": the catalog refused this request's SigV4 signature; check the AWS credentials (profile, access_key_id_env / secret_access_key_env, or the environment), `region` and `signing_name`"
+            }
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                ": the catalog refused this client's credentials; check the variables named by token_env / credential_env"
+            }
+            _ => "",
+        };
+        let kind = match (r.status, r.kind.as_str()) {
+            (StatusCode::NOT_FOUND, k) if k.contains("Namespace") => ErrorKind::NamespaceNotFound,
+            (StatusCode::NOT_FOUND, _) => ErrorKind::TableNotFound,
+            (StatusCode::CONFLICT, k) if k.contains("Namespace") => {
+                ErrorKind::NamespaceAlreadyExists
+            }
+            (StatusCode::CONFLICT, _) => ErrorKind::TableAlreadyExists,
+            (StatusCode::BAD_REQUEST, _) => ErrorKind::DataInvalid,
+            _ => ErrorKind::Unexpected,
+        };
+        let kind_text = if r.kind.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", r.kind)
+        };
+        Error::new(
+            kind,
+            format!(
+                "catalog {}: {what} was refused ({}{kind_text}: {}){hint}",
+                self.api.uri, r.status, r.message
+            ),
+        )
+    }
+
+    async fn send(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
+        let what = format!("{method} {path}");
+        let url = self.api.url(path);
+        match self.api.send(method, &url, body).await {
+            Ok(body) => Ok(body),
+            Err(r) => Err(self.refused(&what, r)),
+        }
+    }
+
+    /// Whether `path` exists (`HEAD`: 2xx yes, 404 no).
+    async fn exists(&self, path: &str) -> Result<bool> {
+        match self.api.send(Method::HEAD, &self.api.url(path), None).await {
+            Ok(_) => Ok(true),
+            Err(r) if r.status == StatusCode::NOT_FOUND => Ok(false),
+            Err(r) => Err(self.refused(&format!("HEAD {path}"), r)),
+        }
+    }
+
+    /// Every page of a listing: `field` of each response, following `next-page-token`.
+    async fn pages(&self, path: &str, field: &str) -> Result<Vec<Value>> {
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = match &token {
+                None => path.to_string(),
+                Some(t) if path.contains('?') => format!("{path}&pageToken={}", urlencode(t)),
+                Some(t) => format!("{path}?pageToken={}", urlencode(t)),
+            };
+            let body = self.send(Method::GET, &page, None).await?;
+            out.extend(body[field].as_array().cloned().unwrap_or_default());
+            match body["next-page-token"].as_str() {
+                Some(t) if !t.is_empty() => token = Some(t.to_string()),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// A table from a `LoadTableResult`, its files read with this catalog's properties over
+    /// the credentials the server gave for it.
+    fn table(&self, ident: TableIdent, body: Value) -> Result<Table> {
+        let loaded: LoadTable = serde_json::from_value(body).map_err(|e| {
+            Error::new(
+                ErrorKind::DataInvalid,
+                format!(
+                    "catalog {}: table {ident}: the server's answer is not a LoadTableResult: {e}",
+                    self.api.uri
+                ),
+            )
+        })?;
+        let mut props = self.defaults.clone();
+        props.extend(loaded.config);
+        let location = loaded.metadata.location().to_string();
+        if let Some(c) = loaded
+            .storage_credentials
+            .into_iter()
+            .filter(|c| location.starts_with(&c.prefix))
+            .max_by_key(|c| c.prefix.len())
+        {
+            props.extend(c.config);
+        }
+        for (key, value) in &props {
+            if key.contains("secret") || key.contains("token") {
+                crate::secrets::register(value);
+            }
+        }
+        props.extend(self.file_props.clone());
+        props.extend(self.overrides.clone());
+        let file_io: FileIO = FileIOBuilder::new(self.factory.clone())
+            .with_props(props)
+            .build();
+        let builder = Table::builder()
+            .identifier(ident)
+            .file_io(file_io)
+            .metadata(loaded.metadata)
+            .runtime(self.runtime.clone());
+        match loaded.metadata_location {
+            Some(location) => builder.metadata_location(location).build(),
+            None => builder.build(),
+        }
+    }
+}
+
+fn namespaces_of(values: Vec<Value>) -> Result<Vec<NamespaceIdent>> {
+    values
+        .into_iter()
+        .map(|v| {
+            serde_json::from_value(v)
+                .map_err(|e| Error::new(ErrorKind::DataInvalid, format!("a namespace listed: {e}")))
+        })
+        .collect()
+}
+
+#[async_trait]
+impl Catalog for RestTables {
+    async fn list_namespaces(
+        &self,
+        parent: Option<&NamespaceIdent>,
+    ) -> Result<Vec<NamespaceIdent>> {
+        let path = match parent {
+            None => "/namespaces".to_string(),
+            Some(p) => format!("/namespaces?parent={}", urlencode(&p.join("\u{1f}"))),
+        };
+        namespaces_of(self.pages(&path, "namespaces").await?)
+    }
+
+    async fn create_namespace(
+        &self,
+        namespace: &NamespaceIdent,
+        properties: HashMap<String, String>,
+    ) -> Result<Namespace> {
+        let body = json!({ "namespace": namespace, "properties": properties });
+        self.send(Method::POST, "/namespaces", Some(&body)).await?;
+        Ok(Namespace::with_properties(namespace.clone(), properties))
+    }
+
+    async fn get_namespace(&self, namespace: &NamespaceIdent) -> Result<Namespace> {
+        let body = self
+            .send(Method::GET, &namespace_path(namespace), None)
+            .await?;
+        let properties = serde_json::from_value(body["properties"].clone()).unwrap_or_default();
+        Ok(Namespace::with_properties(namespace.clone(), properties))
+    }
+
+    async fn namespace_exists(&self, namespace: &NamespaceIdent) -> Result<bool> {
+        self.exists(&namespace_path(namespace)).await
+    }
+
+    async fn update_namespace(
+        &self,
+        namespace: &NamespaceIdent,
+        properties: HashMap<String, String>,
+    ) -> Result<()> {
+        let body = json!({ "removals": [], "updates": properties });
+        let path = format!("{}/properties", namespace_path(namespace));
+        self.send(Method::POST, &path, Some(&body)).await?;
+        Ok(())
+    }
+
+    async fn drop_namespace(&self, namespace: &NamespaceIdent) -> Result<()> {
+        self.send(Method::DELETE, &namespace_path(namespace), None)
+            .await?;
+        Ok(())
+    }
+
+    async fn list_tables(&self, namespace: &NamespaceIdent) -> Result<Vec<TableIdent>> {
+        let path = format!("{}/tables", namespace_path(namespace));
+        self.pages(&path, "identifiers")
+            .await?
+            .into_iter()
+            .map(|v| {
+                serde_json::from_value(v)
+                    .map_err(|e| Error::new(ErrorKind::DataInvalid, format!("a table listed: {e}")))
+            })
+            .collect()
+    }
+
+    async fn create_table(
+        &self,
+        namespace: &NamespaceIdent,
+        creation: TableCreation,
+    ) -> Result<Table> {
+        let ident = TableIdent::new(namespace.clone(), creation.name.clone());
+        let mut body = json!({
+            "name": creation.name,
+            "schema": creation.schema,
+            "stage-create": false,
+            "properties": creation.properties,
+        });
+        if let Some(location) = &creation.location {
+            body["location"] = json!(location);
+        }
+        if let Some(spec) = &creation.partition_spec {
+            body["partition-spec"] = serde_json::to_value(spec)?;
+        }
+        if let Some(order) = &creation.sort_order {
+            body["write-order"] = serde_json::to_value(order)?;
+        }
+        let path = format!("{}/tables", namespace_path(namespace));
+        let created = self.send(Method::POST, &path, Some(&body)).await?;
+        self.table(ident, created)
+    }
+
+    async fn load_table(&self, table: &TableIdent) -> Result<Table> {
+        let body = self.send(Method::GET, &table_path(table), None).await?;
+        self.table(table.clone(), body)
+    }
+
+    async fn drop_table(&self, table: &TableIdent) -> Result<()> {
+        self.send(Method::DELETE, &table_path(table), None).await?;
+        Ok(())
+    }
+
+    async fn purge_table(&self, table: &TableIdent) -> Result<()> {
+        let path = format!("{}?purgeRequested=true", table_path(table));
+        self.send(Method::DELETE, &path, None).await?;
+        Ok(())
+    }
+
+    async fn table_exists(&self, table: &TableIdent) -> Result<bool> {
+        self.exists(&table_path(table)).await
+    }
+
+    async fn rename_table(&self, src: &TableIdent, dest: &TableIdent) -> Result<()> {
+        let body = json!({ "source": src, "destination": dest });
+        self.send(Method::POST, "/tables/rename", Some(&body))
+            .await?;
+        Ok(())
+    }
+
+    async fn register_table(&self, table: &TableIdent, metadata_location: String) -> Result<Table> {
+        let body = json!({ "name": table.name(), "metadata-location": metadata_location });
+        let path = format!("{}/register", namespace_path(table.namespace()));
+        let registered = self.send(Method::POST, &path, Some(&body)).await?;
+        self.table(table.clone(), registered)
+    }
+
+    async fn update_table(&self, mut commit: TableCommit) -> Result<Table> {
+        let ident = commit.identifier().clone();
+        let body = json!({
+            "identifier": { "namespace": ident.namespace(), "name": ident.name() },
+            "requirements": serde_json::to_value(commit.take_requirements())?,
+            "updates": serde_json::to_value(commit.take_updates())?,
+        });
+        let committed = self
+            .send(Method::POST, &table_path(&ident), Some(&body))
+            .await?;
+        self.table(ident, committed)
+    }
+}

@@ -1,0 +1,168 @@
+//! REST catalogs signed with AWS SigV4 (S3 Tables' and Glue's Iceberg REST endpoints), against
+//! a real signature check: tests/servers/sigv4_proxy.py recomputes every request's signature
+//! with botocore and the known secret, refuses any mismatch with 403, and forwards the rest to
+//! rustberg (warehouse on moto's S3). A run, a backfill and a rollback pass through it with the
+//! embedded catalog's results; PyIceberg, signing with botocore, reads the same tables through
+//! it; a wrong secret or signing name fails with an error that names the catalog and says the
+//! signature was refused, and nothing reaches the catalog.
+
+use crate::common::Project;
+use crate::remote::{storage_settings, Rustberg, SigV4Proxy, SECRET, SECRET_ENV};
+use crate::remote_catalogs::{gold_agrees, retail_backfill_rollback, GOLD};
+
+const BUCKET: &str = "arn:aws:s3tables:us-east-1:111122223333:bucket/analytics";
+
+fn refused(proxy: &SigV4Proxy) -> Vec<String> {
+    proxy
+        .requests()
+        .into_iter()
+        .filter(|r| !r.starts_with("ok "))
+        .collect()
+}
+
+#[test]
+fn a_run_backfill_and_rollback_signed_with_sigv4_match_the_embedded_catalog() {
+    let server = Rustberg::start();
+    let proxy = SigV4Proxy::start(&server, "s3tables");
+    let p = Project::retail().on_signed_rest(&proxy, "s3tables", "");
+    retail_backfill_rollback(&p);
+    let requests = proxy.requests();
+    assert!(refused(&proxy).is_empty(), "{:?}", refused(&proxy));
+    // Reads, creates and the multi-table commit all went through the check, signed.
+    for wanted in [
+        "ok GET /v1/config",
+        "ok HEAD /v1/namespaces/gold/tables/fact_orders",
+        "ok GET /v1/namespaces/gold/tables/fact_orders",
+        "ok POST /v1/namespaces/silver/tables",
+        "ok POST /v1/transactions/commit",
+    ] {
+        assert!(
+            requests.iter().any(|r| r.starts_with(wanted)),
+            "no `{wanted}` among {requests:?}"
+        );
+    }
+    // The secret signs every request and shows nowhere, even at debug level.
+    let out = p.run(&["-vv", "tables"]);
+    assert!(out.status.success());
+    for stream in [&out.stdout, &out.stderr] {
+        assert!(!String::from_utf8_lossy(stream).contains(SECRET));
+    }
+    // An independent signer (PyIceberg's, botocore's) passes the same check and reads the
+    // same tables.
+    gold_agrees(&p, &p.pyiceberg_signed(&proxy, "s3tables", &GOLD));
+    assert!(refused(&proxy).is_empty(), "{:?}", refused(&proxy));
+}
+
+#[test]
+fn a_wrong_secret_or_signing_name_is_refused_naming_the_catalog_and_the_signature() {
+    const WRONG: &str = "wrong-secret-5d1e0b-never-print";
+    let server = Rustberg::start();
+    let proxy = SigV4Proxy::start(&server, "s3tables");
+    let mut p = Project::retail().on_signed_rest(&proxy, "s3tables", "");
+    p.env.retain(|(k, _)| k != SECRET_ENV);
+    p.env.push((SECRET_ENV.into(), WRONG.into()));
+    let (code, message) = p.fails(&["run", "retail"]);
+    assert_eq!(code, 1, "{message}");
+    assert!(
+        message.contains(&format!("catalog {}", proxy.uri))
+            && message.contains("refused this client's SigV4 signature (403")
+            && message.contains("signature mismatch"),
+        "{message}"
+    );
+    assert!(
+        !message.contains(WRONG) && !message.contains(SECRET),
+        "{message}"
+    );
+    let verdicts = proxy.requests();
+    assert!(
+        !verdicts.is_empty() && verdicts.iter().all(|r| r.starts_with("refused ")),
+        "{verdicts:?}"
+    );
+
+    // The right secret for another service: refused too, for its scope.
+    let other = SigV4Proxy::start(&server, "glue");
+    let q = Project::retail().on_signed_rest(&other, "s3tables", "");
+    let (_, message) = q.fails(&["run", "retail"]);
+    assert!(
+        message.contains("SigV4 signature") && message.contains("credential scope"),
+        "{message}"
+    );
+    // Nothing of either attempt reached the catalog.
+    let r = Project::retail().on_rest(&server, true);
+    assert_eq!(r.tables(), Vec::<String>::new());
+}
+
+#[test]
+fn the_s3tables_rest_and_glue_rest_shortcuts_sign_for_their_service_and_warehouse() {
+    let server = Rustberg::start();
+    let tables = SigV4Proxy::serving(
+        &server,
+        "s3tables",
+        &["--warehouse", BUCKET, "--strip-prefix", "/iceberg"],
+    );
+    let p = Project::retail().on_catalog_section(&format!(
+        "\n[catalogs.remote]\ntype = \"s3tables-rest\"\ntable_bucket_arn = \"{BUCKET}\"\n\
+         uri = \"{}/iceberg\"\n{}",
+        tables.uri,
+        storage_settings()
+    ));
+    p.json(&["run", "retail"]);
+    assert!(refused(&tables).is_empty(), "{:?}", refused(&tables));
+    assert_eq!(
+        p.query("SELECT count(*) FROM silver.orders")[0][0],
+        Some(crate::common::expected_retail()["counts"]["silver.orders"].to_string())
+    );
+
+    // Glue's endpoint for account 111122223333 lists the same tables.
+    let glue = SigV4Proxy::serving(
+        &server,
+        "glue",
+        &["--warehouse", "111122223333", "--strip-prefix", "/iceberg"],
+    );
+    let g = Project::retail().on_catalog_section(&format!(
+        "\n[catalogs.remote]\ntype = \"glue-rest\"\naccount_id = \"111122223333\"\n\
+         uri = \"{}/iceberg\"\n{}",
+        glue.uri,
+        storage_settings()
+    ));
+    assert_eq!(g.tables(), p.tables());
+    assert!(refused(&glue).is_empty(), "{:?}", refused(&glue));
+}
+
+#[test]
+fn signing_settings_are_checked_with_the_line() {
+    let p = Project::retail();
+    let spec = p.path().join("pipelines/retail.toml");
+    let original = std::fs::read_to_string(&spec).unwrap();
+    for (section, wanted) in [
+        (
+            "type = \"rest\"\nuri = \"http://h\"\nsigning = \"sigv2\"\n",
+            "unknown signing `sigv2`",
+        ),
+        (
+            "type = \"rest\"\nuri = \"http://h\"\nsigning = \"sigv4\"\n",
+            "a SigV4-signed catalog needs `region`",
+        ),
+        (
+            "type = \"rest\"\nuri = \"http://h\"\nsigning = \"sigv4\"\nregion = \"eu-west-1\"\ntoken_env = \"T\"\n",
+            "`token_env` and `credential_env` do not apply",
+        ),
+        ("type = \"glue-rest\"\nregion = \"eu-west-1\"\n", "a glue-rest catalog needs `account_id`"),
+        (
+            "type = \"glue-rest\"\nregion = \"eu-west-1\"\naccount_id = \"12345\"\n",
+            "`12345` is not an AWS account id",
+        ),
+        ("type = \"s3tables-rest\"\ntable_bucket_arn = \"arn:aws:s3:::b\"\n", "is not a table bucket ARN"),
+        (
+            &format!("type = \"s3tables-rest\"\ntable_bucket_arn = \"{BUCKET}\"\nsigning_name = \"glue\"\n"),
+            "`signing_name` does not apply to a catalog of type \"s3tables-rest\"",
+        ),
+    ] {
+        let text = format!("{original}\n[catalogs.prod]\n{section}");
+        std::fs::write(&spec, &text).unwrap();
+        let (code, message) = p.fails(&["validate", "retail"]);
+        assert_eq!(code, 2, "{section}: {message}");
+        assert!(message.contains(wanted), "{section}: {message}");
+        assert!(message.contains("pipelines/retail.toml:"), "{section}: {message}");
+    }
+}

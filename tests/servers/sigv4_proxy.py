@@ -1,0 +1,163 @@
+"""A SigV4-verifying reverse proxy: `sigv4_proxy.py --target URL --key KEY --secret SECRET
+--region R --service S [--port P] [--log FILE] [--exit-with-parent]`.
+
+It stands where AWS's S3 Tables or Glue Iceberg REST endpoint would: every request must carry
+an AWS Signature Version 4 that botocore, recomputing it with the known secret, finds equal.
+Checked, in order (any failure answers 403 `SignatureDoesNotMatch` and forwards nothing):
+  * an `Authorization: AWS4-HMAC-SHA256 Credential=KEY/DATE/REGION/SERVICE/aws4_request,
+    SignedHeaders=..., Signature=...` header, for this key, region and service;
+  * `host` and `x-amz-date` among the signed headers; the date within 15 minutes of now and
+    equal to the credential's date;
+  * `x-amz-content-sha256`, when sent, signed and equal to the SHA-256 (hex) of the body
+    actually received (without it, botocore hashes the body itself);
+  * the signature botocore's `SigV4Auth` computes over the method, the raw path and query, the
+    signed headers and the payload hash.
+Verified requests go to the target without the signature headers. As AWS's endpoints, it may
+serve one warehouse under a path: with `--warehouse W` a `/v1/config` must ask for `warehouse=W`
+(the target serves one warehouse, so the query is not passed on), and with `--strip-prefix
+/iceberg` requests outside that path are refused (404) and the prefix is removed. The proxy prints its port
+on stdout when it listens; with --log it appends one line per request: `ok|refused METHOD PATH
+[reason]`.
+"""
+import os
+
+PARENT = os.getppid()
+import argparse, datetime, hashlib, hmac, http.client, json, re, sys, threading, time  # noqa: E402
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+from urllib.parse import parse_qs, urlsplit  # noqa: E402
+
+from botocore.auth import SigV4Auth  # noqa: E402
+from botocore.awsrequest import AWSRequest  # noqa: E402
+from botocore.credentials import Credentials  # noqa: E402
+
+AUTH = re.compile(
+    r"^AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, ?"
+    r"SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$")
+HOP = {"authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token", "host",
+       "connection", "keep-alive", "transfer-encoding", "content-length"}
+
+
+def check(args, method, path, headers, body):
+    """None when the request's signature is valid, else why not."""
+    auth = headers.get("authorization", "")
+    m = AUTH.match(auth)
+    if not m:
+        return "no AWS4-HMAC-SHA256 Authorization header"
+    key, day, region, service, signed, signature = m.groups()
+    if (key, region, service) != (args.key, args.region, args.service):
+        return f"credential scope {key}/{region}/{service} is not {args.key}/{args.region}/{args.service}"
+    names = signed.split(";")
+    for required in ("host", "x-amz-date") + (("x-amz-content-sha256",) if "x-amz-content-sha256" in headers else ()):
+        if required not in names:
+            return f"{required} is not signed"
+    amz_date = headers.get("x-amz-date", "")
+    try:
+        at = datetime.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return f"bad x-amz-date {amz_date!r}"
+    if abs((datetime.datetime.now(datetime.timezone.utc) - at).total_seconds()) > 900 or amz_date[:8] != day:
+        return "x-amz-date is not now"
+    if headers.get("x-amz-content-sha256", hashlib.sha256(body).hexdigest()) != hashlib.sha256(body).hexdigest():
+        return "x-amz-content-sha256 is not the SHA-256 of the body"
+    missing = [n for n in names if n not in headers]
+    if missing:
+        return f"signed headers not sent: {missing}"
+    request = AWSRequest(method=method, url=f"http://{headers['host']}{path}",
+                         headers={n: headers[n] for n in names}, data=body)
+    request.context["timestamp"] = amz_date
+    signer = SigV4Auth(Credentials(args.key, args.secret, headers.get("x-amz-security-token")),
+                       service, region)
+    canonical = signer.canonical_request(request)
+    if signer.signed_headers(signer.headers_to_sign(request)) != signed:
+        return "the signed header list is not canonical"
+    expected = signer.signature(signer.string_to_sign(request, canonical), request)
+    if not hmac.compare_digest(expected, signature):
+        return "signature mismatch"
+    return None
+
+
+def handler(args, log):
+    target = urlsplit(args.target)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def handle_one(self):
+            length = int(self.headers.get("content-length") or 0)
+            body = self.rfile.read(length) if length else b""
+            headers = {k.lower(): v.strip() for k, v in self.headers.items()}
+            reason = check(args, self.command, self.path, headers, body)
+            path = self.path
+            if not reason and args.strip_prefix:
+                if not path.startswith(args.strip_prefix + "/"):
+                    log(f"missing {self.command} {self.path}")
+                    return self.reply(404, {"Content-Type": "application/json"}, b'{"error": {"message": "no such route", "type": "NotFound", "code": 404}}')
+                path = path[len(args.strip_prefix):]
+            if not reason and args.warehouse and path.startswith("/v1/config"):
+                query = parse_qs(urlsplit(path).query)
+                if query.get("warehouse") != [args.warehouse]:
+                    log(f"unknown-warehouse {self.command} {self.path}")
+                    return self.reply(400, {"Content-Type": "application/json"}, json.dumps({"error": {"message": f"this endpoint serves warehouse {args.warehouse}", "type": "BadRequestException", "code": 400}}).encode())
+                path = "/v1/config"
+            log(f"{'refused' if reason else 'ok'} {self.command} {self.path}" + (f" {reason}" if reason else ""))
+            if reason:
+                payload = json.dumps({"error": {
+                    "message": f"The request signature we calculated does not match the signature you provided ({reason})",
+                    "type": "SignatureDoesNotMatch", "code": 403}}).encode()
+                return self.reply(403, {"Content-Type": "application/json"}, payload)
+            conn = http.client.HTTPConnection(target.hostname, target.port, timeout=120)
+            forwarded = {k: v for k, v in headers.items() if k not in HOP}
+            conn.request(self.command, target.path.rstrip("/") + path, body=body or None, headers=forwarded)
+            response = conn.getresponse()
+            data = response.read()
+            kept = {k: v for k, v in response.getheaders() if k.lower() not in HOP}
+            self.reply(response.status, kept, data)
+            conn.close()
+
+        def reply(self, status, headers, payload):
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(payload)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = handle_one
+
+    return Handler
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for name in ("--target", "--key", "--secret", "--region", "--service"):
+        ap.add_argument(name, required=True)
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--log")
+    ap.add_argument("--warehouse")
+    ap.add_argument("--strip-prefix", default="")
+    ap.add_argument("--exit-with-parent", action="store_true")
+    args = ap.parse_args()
+    lock = threading.Lock()
+
+    def log(line):
+        if args.log:
+            with lock, open(args.log, "a") as f:
+                f.write(line + "\n")
+
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler(args, log))
+    print(server.server_address[1], flush=True)
+    if args.exit_with_parent:
+        def watch():
+            while os.getppid() == PARENT:
+                time.sleep(0.5)
+            os._exit(0)
+        threading.Thread(target=watch, daemon=True).start()
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
