@@ -68,6 +68,15 @@ pub enum Error {
     #[error("commit conflict on table {table}: {message}; nothing of this run was published")]
     Conflict { table: String, message: String },
 
+    /// Another scheduler (another host) published a run of the same scheduled tick first: found
+    /// at publish, in the control-table version this run would have moved from.
+    #[error("tick {tick} of pipeline {pipeline} was already served by run {run_id} (another scheduler published it first); nothing of this run was published")]
+    TickServed {
+        pipeline: String,
+        tick: String,
+        run_id: String,
+    },
+
     /// A `fail` expectation found violations in a staged table.
     #[error(
         "expectation `{name}` on {table} failed: {detail}; nothing of this run was published{}",

@@ -92,6 +92,46 @@ pub async fn run_records(remote: &RemoteCatalog) -> Result<Vec<RunRecord>> {
         .load_table(&name.ident())
         .await
         .map_err(|e| Error::table(&name, "cannot load the control table", e))?;
+    records_of(&table).await
+}
+
+/// The run of the same pipeline that already served `record`'s scheduled tick in the control
+/// table's version `control` (the version a publish moves from, so that the check and the
+/// publish are one compare-and-set); `None` for a record that serves no tick.
+pub async fn tick_served_in(
+    remote: &RemoteCatalog,
+    control: &Current,
+    record: &RunRecord,
+) -> Result<Option<String>> {
+    let Some(tick) = &record.tick else {
+        return Ok(None);
+    };
+    if control.metadata.current_snapshot().is_none() {
+        return Ok(None);
+    }
+    let name = control_name();
+    let loaded = remote
+        .catalog
+        .load_table(&name.ident())
+        .await
+        .map_err(|e| Error::table(&name, "cannot load the control table", e))?;
+    let table = iceberg::table::StaticTable::from_metadata(
+        control.metadata.clone(),
+        name.ident(),
+        loaded.file_io().clone(),
+    )
+    .await?
+    .into_table();
+    Ok(records_of(&table)
+        .await?
+        .into_iter()
+        .find(|r| r.pipeline == record.pipeline && r.tick.as_ref() == Some(tick))
+        .map(|r| r.run_id))
+}
+
+/// The run records in `table`'s current snapshot, oldest first.
+async fn records_of(table: &iceberg::table::Table) -> Result<Vec<RunRecord>> {
+    let name = control_name();
     if table.metadata().current_snapshot().is_none() {
         return Ok(Vec::new());
     }

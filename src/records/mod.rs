@@ -15,7 +15,9 @@ mod receipt;
 mod record;
 mod runs;
 
-pub use control::{control_name, control_table, run_records, CONTROL_NAMESPACE, CONTROL_TABLE};
+pub use control::{
+    control_name, control_table, run_records, tick_served_in, CONTROL_NAMESPACE, CONTROL_TABLE,
+};
 pub use erase_receipt::{EraseReceipt, ErasedSource, ErasedTable};
 pub use receipt::Invocation;
 pub use record::{

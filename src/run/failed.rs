@@ -40,7 +40,11 @@ pub async fn record_failure(
         tick,
         error,
     };
-    operate(operation, observer).await
+    match operate(operation, observer).await {
+        // Another scheduler's record of the tick got there first: nothing to record.
+        Err(Error::TickServed { .. }) => Ok(()),
+        other => other,
+    }
 }
 
 /// A failed tick's record as the operation skeleton publishes it: alone, no table changed,

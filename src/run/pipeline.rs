@@ -64,13 +64,18 @@ pub async fn run_pipeline(
 
 /// Runs the pipeline for a scheduled tick (`options.tick`), at most once: under the pipeline's
 /// lock, a tick that a run record already holds is not run again. The run's record holds the
-/// tick, in the same commit as its tables.
+/// tick, in the same commit as its tables; on a remote catalog that commit is refused when
+/// another scheduler's record of the tick got there first (schedulers on two hosts), and the
+/// tick counts as served by that run.
 pub async fn run_tick(
     pipeline: &Pipeline,
     observer: Arc<dyn Observer>,
     options: RunOptions,
 ) -> Result<Served> {
-    run(pipeline, observer, options).await
+    match run(pipeline, observer, options).await {
+        Err(Error::TickServed { run_id, .. }) => Ok(Served::AlreadyServed { run_id }),
+        other => other,
+    }
 }
 
 /// The run of a tick, if a record of `pipeline` holds it.

@@ -46,4 +46,5 @@ mod signed_rest;
 mod source_text;
 mod spec_errors;
 mod sql_gate;
+mod two_hosts;
 mod window_functions;

@@ -23,7 +23,7 @@ use crate::commit::staged::WriteMode;
 use crate::commit::summary;
 use crate::commit::target::TableTarget;
 use crate::error::{Error, Result};
-use crate::records::{control_name, control_table, RunRecord};
+use crate::records::{control_name, control_table, tick_served_in, RunRecord};
 use crate::write::TableWriter;
 
 /// Table property of the control table holding the pending publish (JSON).
@@ -255,6 +255,25 @@ pub(super) fn run_of(intent: &Intent) -> String {
         .as_ref()
         .map(|r| r.run_id.clone())
         .unwrap_or_else(|| intent.id.clone())
+}
+
+/// Fails with [`Error::TickServed`] when the control table's version `control` (the one the
+/// caller is about to move from by compare-and-set) already holds a run of `record`'s pipeline
+/// for `record`'s scheduled tick: so a tick is published at most once even when schedulers on
+/// two hosts, whose run locks do not see each other, serve it together.
+pub(super) async fn refuse_a_served_tick(
+    remote: &RemoteCatalog,
+    control: &Current,
+    record: &RunRecord,
+) -> Result<()> {
+    match tick_served_in(remote, control, record).await? {
+        Some(run_id) => Err(Error::TickServed {
+            pipeline: record.pipeline.clone(),
+            tick: record.tick.clone().unwrap_or_default(),
+            run_id,
+        }),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -25,7 +25,8 @@ use async_trait::async_trait;
 use iceberg::spec::TableMetadata;
 
 use super::intent::{
-    commit_control, finish, intent_of, is_pending, write_next, Intent, IntentEntry,
+    commit_control, finish, intent_of, is_pending, refuse_a_served_tick, write_next, Intent,
+    IntentEntry,
 };
 use super::publication::{locations, versions_of, Publication, PublishOutcome, Publisher};
 use super::recover::resolve;
@@ -49,6 +50,11 @@ impl Publisher for JournaledPublisher {
                 append_record(remote, record).await?;
             }
             return Ok(PublishOutcome::Published(Vec::new()));
+        }
+        // 0. A scheduled tick another scheduler published meanwhile ends the publish before
+        //    any table is looked at (the intent's compare-and-set checks it again, atomically).
+        if let Some(record) = publication.record.as_ref().filter(|r| r.tick.is_some()) {
+            refuse_a_served_tick(remote, &control_table(remote).await?, record).await?;
         }
         // 1. New metadata files (invisible until a pointer moves to them).
         let (entries, news) = write_metadata_files(remote, publication).await?;
@@ -166,6 +172,9 @@ async fn set_intent(remote: &RemoteCatalog, intent: &Intent) -> Result<()> {
             resolve(remote, &pending).await?;
             continue;
         }
+        if let Some(record) = &intent.record {
+            refuse_a_served_tick(remote, &control, record).await?;
+        }
         if let Swap::Moved(_) | Swap::AlreadyThere =
             commit_control(remote, &control, Some(intent), None).await?
         {
@@ -187,6 +196,7 @@ async fn append_record(remote: &RemoteCatalog, record: &RunRecord) -> Result<()>
             resolve(remote, &pending).await?;
             continue;
         }
+        refuse_a_served_tick(remote, &control, record).await?;
         if let Swap::Moved(_) | Swap::AlreadyThere =
             commit_control(remote, &control, None, Some(record)).await?
         {

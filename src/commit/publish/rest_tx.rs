@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use iceberg::spec::TableMetadata;
 
-use super::intent::{intent_of, stage_control};
+use super::intent::{intent_of, refuse_a_served_tick, stage_control};
 use super::publication::{locations, versions_of, Publication, PublishOutcome, Publisher};
 use super::recover::resolve;
 use crate::catalog::{Committed, Current, MultiTableCommit, RemoteCatalog, TableMove};
@@ -112,6 +112,7 @@ async fn control_with_record(
         resolve(remote, &pending).await?;
         control = control_table(remote).await?;
     }
+    refuse_a_served_tick(remote, &control, record).await?;
     let new = stage_control(remote, &control, None, Some(record)).await?;
     Ok((control, new))
 }
