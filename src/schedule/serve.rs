@@ -8,6 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::lease::{self, Leased};
 use super::ticks::{due, next};
 use crate::catalog::PipelineCatalog;
 use crate::error::{Error, Result};
@@ -87,24 +88,40 @@ pub async fn serve(
     let schedule = schedule_of(pipeline)?;
     let catalog = PipelineCatalog::connect(&pipeline.catalog).await?;
     let served = last_served(&catalog, &pipeline.name).await?;
+    let remote = catalog.remote().cloned();
     drop(catalog);
     let due = due(schedule, now, served);
     let missed = due.missed.iter().map(|t| tick_key(*t)).collect();
-    let Some(tick) = due.tick else {
-        return Ok(TickReport {
-            pipeline: pipeline.name.clone(),
-            result: TickResult::NotDue {
-                next: next(schedule, now, 1).first().map(|t| tick_key(*t)),
-            },
-            missed,
-        });
-    };
-    let result = run_with_retries(pipeline, schedule, tick, observer).await?;
-    Ok(TickReport {
+    let report = |result| TickReport {
         pipeline: pipeline.name.clone(),
         result,
         missed,
-    })
+    };
+    let Some(tick) = due.tick else {
+        return Ok(report(TickResult::NotDue {
+            next: next(schedule, now, 1).first().map(|t| tick_key(*t)),
+        }));
+    };
+    // On a remote catalog, schedulers on other hosts may serve this pipeline too.
+    let lease = match remote {
+        Some(remote) => {
+            match lease::take(remote, &pipeline.name, &tick_key(tick), schedule.lease).await? {
+                Leased::Taken(lease) => Some(lease),
+                Leased::HeldBy(holder) => {
+                    return Ok(report(TickResult::Busy {
+                        tick: tick_key(tick),
+                        holder,
+                    }))
+                }
+            }
+        }
+        None => None,
+    };
+    let result = run_with_retries(pipeline, schedule, tick, observer).await;
+    if let Some(lease) = lease {
+        lease.release().await;
+    }
+    Ok(report(result?))
 }
 
 async fn run_with_retries(

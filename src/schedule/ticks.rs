@@ -131,6 +131,7 @@ mod tests {
             retry_delay: Duration::from_secs(1),
             timeout: None,
             on_failure: Vec::new(),
+            lease: Schedule::LEASE,
             origin: Origin {
                 file: "p.toml".into(),
                 line: 1,

@@ -49,10 +49,16 @@ pub struct Schedule {
     /// A command run after a tick failed for good, with `PIPELINE_NAME`, `PIPELINE_RUN_ID`,
     /// `PIPELINE_TICK` and `PIPELINE_ERROR` in its environment.
     pub on_failure: Vec<String>,
+    /// How long a scheduler's claim on a tick lasts on a remote catalog without being renewed
+    /// (default 10 minutes; renewed every third of it while the tick runs). A scheduler on
+    /// another host leaves a claimed tick alone until the claim lapses (its holder crashed).
+    pub lease: Duration,
     pub origin: Origin,
 }
 
 impl Schedule {
     /// How late a tick may be and still count as current (for `catchup = "none"`).
     pub const GRACE: Duration = Duration::from_secs(15 * 60);
+    /// The default [`Schedule::lease`].
+    pub const LEASE: Duration = Duration::from_secs(10 * 60);
 }

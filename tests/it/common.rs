@@ -330,6 +330,14 @@ impl Paused {
         }
     }
 
+    /// Sends `signal` (e.g. `libc::SIGSTOP` to freeze it whole, `libc::SIGCONT` to thaw it).
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: sends a signal to a child process this test started and has not reaped.
+        unsafe {
+            libc::kill(self.child.id() as i32, signal);
+        }
+    }
+
     /// Kills the paused process with SIGKILL.
     pub fn kill(mut self) {
         self.child.kill().unwrap();

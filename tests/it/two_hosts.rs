@@ -1,9 +1,13 @@
 //! Schedulers on two hosts serving one pipeline against the same remote catalog. Their run
-//! locks are per machine (under each one's temp folder) and do not see each other, so both
-//! may run a tick; but a run's record holds its tick, and a publish checks the tick in the very
-//! control-table version it moves from by compare-and-set. So only one run of a tick is ever
-//! published, on a multi-table REST commit as on S3 Tables' table-by-table journal, and the
-//! other scheduler reports the tick served by that run, having published nothing.
+//! locks are per machine (under each one's temp folder) and do not see each other.
+//! - A scheduler claims a tick with a lease in the control table: another host finds the tick
+//!   claimed (`busy`, naming the holder) and leaves it; a crashed holder's lease lapses and the
+//!   tick is taken over.
+//! - The lease only saves work. A holder frozen past its lease (SIGSTOP: a VM pause, a long
+//!   GC) may wake after another host served the tick; its publish checks the tick in the very
+//!   control-table version it moves from by compare-and-set, so only one run of a tick is ever
+//!   published (a multi-table REST commit, S3 Tables' table-by-table journal) and the late one
+//!   reports the tick served by the other, having published nothing.
 
 use serde_json::Value;
 
@@ -26,7 +30,7 @@ fn scheduled(summed: bool) -> Project {
     p.write(
         "pipelines/p.toml",
         &format!(
-            "[pipeline]\nname = \"p\"\n\n[schedule]\ncron = \"0 2 * * *\"\n\n[[ingest]]\ntable = \"bronze.t\"\n\
+            "[pipeline]\nname = \"p\"\n\n[schedule]\ncron = \"0 2 * * *\"\nlease = \"2s\"\n\n[[ingest]]\ntable = \"bronze.t\"\n\
              format = \"csv\"\npath = \"data/*.csv\"\nschema = {{ day = \"date\", n = \"long\" }}\n{transform}"
         ),
     );
@@ -38,34 +42,17 @@ fn scheduled(summed: bool) -> Project {
     p
 }
 
-/// Host A stages the tick and waits; host B (another temp folder, so another lock folder)
-/// serves the same tick meanwhile; then A tries to publish.
-fn two_hosts_serve_one_tick(mut p: Project, summed: bool) {
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let args = ["schedule", "tick", "--now", NOW, "--json"];
+/// `pipeline schedule tick --now NOW` as host `dir` (its temp folder, so its lock folder).
+fn on_host(p: &mut Project, dir: &tempfile::TempDir) {
+    p.env.retain(|(k, _)| k != "TMPDIR");
     p.env
-        .push(("TMPDIR".into(), dir_a.path().display().to_string()));
-    let gate = p.path().join("release-a");
-    let a = p.start_paused_piped(&args, "staged", gate);
-    p.env.pop();
-    p.env
-        .push(("TMPDIR".into(), dir_b.path().display().to_string()));
-    let b = p.json(&args[..4])[0].clone();
-    p.env.pop();
-    assert_eq!(b["result"], "ran", "{b}");
-    assert!(
-        dir_a.path().join("pipeline-locks").is_dir()
-            && dir_b.path().join("pipeline-locks").is_dir(),
-        "each host locked in its own folder"
-    );
+        .push(("TMPDIR".into(), dir.path().display().to_string()));
+}
 
-    let (ok, log, stdout) = a.release_with_stdout();
-    assert!(ok, "{log}\n{}", p.json(&["runs"]));
-    let a: Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(a[0]["result"], "already_served", "{stdout}\n{log}");
-    assert_eq!(a[0]["run_id"], b["run_id"], "{stdout}");
+const ARGS: [&str; 5] = ["schedule", "tick", "--now", NOW, "--json"];
 
-    // The tick's data once, one record holding the tick.
+/// The tick's data is there once, and one record holds the tick: `run_id`'s.
+fn served_once(p: &Project, summed: bool, run_id: &Value) {
     assert_eq!(
         p.query("SELECT count(*), sum(n) FROM bronze.t"),
         [[Some("1".into()), Some("7".into())]]
@@ -85,7 +72,37 @@ fn two_hosts_serve_one_tick(mut p: Project, summed: bool) {
         .cloned()
         .collect();
     assert_eq!(ticks.len(), 1, "{ticks:?}");
-    assert_eq!(ticks[0]["run_id"], b["run_id"]);
+    assert_eq!(&ticks[0]["run_id"], run_id);
+}
+
+/// Host A stages the tick, then freezes past its lease; host B serves the same tick
+/// meanwhile; A thaws and tries to publish.
+fn two_hosts_serve_one_tick(mut p: Project, summed: bool) {
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    on_host(&mut p, &dir_a);
+    let gate = p.path().join("release-a");
+    let a = p.start_paused_piped(&ARGS, "staged", gate);
+    on_host(&mut p, &dir_b);
+    let held = p.json(&ARGS[..4])[0].clone();
+    assert_eq!(held["result"], "busy", "{held}");
+    assert!(held["holder"].as_str().unwrap().contains(" pid "), "{held}");
+    // A freezes whole (no renewal); its two-second lease lapses and B takes the tick over.
+    a.signal(libc::SIGSTOP);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let b = p.json(&ARGS[..4])[0].clone();
+    assert_eq!(b["result"], "ran", "{b}");
+    assert!(
+        dir_a.path().join("pipeline-locks").is_dir()
+            && dir_b.path().join("pipeline-locks").is_dir(),
+        "each host locked in its own folder"
+    );
+    a.signal(libc::SIGCONT);
+    let (ok, log, stdout) = a.release_with_stdout();
+    assert!(ok, "{log}\n{}", p.json(&["runs"]));
+    let a: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(a[0]["result"], "already_served", "{stdout}\n{log}");
+    assert_eq!(a[0]["run_id"], b["run_id"], "{stdout}");
+    served_once(&p, summed, &b["run_id"]);
 }
 
 #[test]
@@ -98,4 +115,24 @@ fn two_hosts_on_a_rest_catalog_publish_a_tick_once() {
 fn two_hosts_on_s3tables_publish_a_tick_once() {
     two_hosts_serve_one_tick(scheduled(true).on_s3tables(), true);
     two_hosts_serve_one_tick(scheduled(false).on_s3tables(), false);
+}
+
+#[test]
+fn a_crashed_schedulers_claim_lapses_and_another_host_takes_the_tick_over() {
+    let server = Rustberg::start();
+    let mut p = scheduled(true).on_rest(&server, true);
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    on_host(&mut p, &dir_a);
+    let a = p.start_paused(&ARGS[..4], "staged", None);
+    a.kill();
+    on_host(&mut p, &dir_b);
+    let held = p.json(&ARGS[..4])[0].clone();
+    assert_eq!(held["result"], "busy", "{held}");
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let b = p.json(&ARGS[..4])[0].clone();
+    assert_eq!(b["result"], "ran", "{b}");
+    served_once(&p, true, &b["run_id"]);
+    // The holder removed its lease when done: the next tick is nobody's.
+    let next = p.json(&["schedule", "tick", "--now", "2026-03-02T02:03:00Z"])[0].clone();
+    assert_eq!(next["result"], "ran", "{next}");
 }

@@ -257,6 +257,59 @@ pub(super) fn run_of(intent: &Intent) -> String {
         .unwrap_or_else(|| intent.id.clone())
 }
 
+/// Sets (`Some`) or removes (`None`) the control table's property `key` by compare-and-set:
+/// `Swap::Conflict` when another command changed the table first. The change is a snapshot of
+/// its own (no rows), so that REST servers, which compare snapshots and not properties, refuse
+/// a stale one too. For small shared state kept beside the run records (a scheduler's claim on
+/// a tick); never the pending publish, which `commit_control` owns.
+pub async fn set_control_property(
+    remote: &RemoteCatalog,
+    current: &Current,
+    key: &str,
+    value: Option<&str>,
+) -> Result<Swap> {
+    if key == INTENT_KEY {
+        return Err(Error::Internal(
+            "the pending publish is changed by the publisher only".into(),
+        ));
+    }
+    let target = TableTarget {
+        table: control_name(),
+        base_location: Some(current.location.clone()),
+        metadata: current.metadata.clone(),
+        reshaped: false,
+    };
+    let properties = HashMap::from([(summary::CONTROL.to_string(), key.to_string())]);
+    let mut staged = stage_snapshot(
+        target,
+        Vec::new(),
+        &remote.file_io,
+        properties,
+        WriteMode::Append,
+    )
+    .await?;
+    expire_snapshots(&mut staged, CONTROL_SNAPSHOTS_KEPT, &remote.file_io).await?;
+    let builder = staged
+        .published_metadata()?
+        .into_builder(Some(current.location.clone()));
+    let builder = match value {
+        Some(v) => builder.set_properties(HashMap::from([(key.to_string(), v.to_string())]))?,
+        None => builder.remove_properties(&[key.to_string()])?,
+    };
+    let new = builder.build()?.metadata;
+    let file = write_next(&remote.file_io, &current.location, &new).await?;
+    remote
+        .pointers
+        .swap(
+            &control_name(),
+            &current.location,
+            &current.metadata,
+            &file,
+            &new,
+        )
+        .await
+}
+
 /// Fails with [`Error::TickServed`] when the control table's version `control` (the one the
 /// caller is about to move from by compare-and-set) already holds a run of `record`'s pipeline
 /// for `record`'s scheduled tick: so a tick is published at most once even when schedulers on

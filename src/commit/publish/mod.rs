@@ -22,6 +22,7 @@ mod recover;
 mod rest_tx;
 mod sqlite;
 
+pub use intent::set_control_property;
 pub use per_catalog::publisher;
 pub use publication::{Publication, PublishOutcome, Publisher, TableChange};
 pub use rebase::rebase;

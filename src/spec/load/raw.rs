@@ -57,6 +57,7 @@ pub(super) struct RawSchedule {
     pub retry_delay: Option<Spanned<String>>,
     pub timeout: Option<Spanned<String>>,
     pub on_failure: Option<Spanned<Vec<String>>>,
+    pub lease: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

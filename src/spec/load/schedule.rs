@@ -73,6 +73,7 @@ pub(super) fn schedule(at: &Positions, raw: &RawSchedule) -> Result<Schedule> {
     };
     let retry_delay = duration(at, &raw.retry_delay)?.unwrap_or(Duration::from_secs(300));
     let timeout = duration(at, &raw.timeout)?;
+    let lease = duration(at, &raw.lease)?.unwrap_or(Schedule::LEASE);
     let on_failure = match &raw.on_failure {
         None => Vec::new(),
         Some(cmd) if cmd.get_ref().is_empty() || cmd.get_ref()[0].trim().is_empty() => {
@@ -93,6 +94,7 @@ pub(super) fn schedule(at: &Positions, raw: &RawSchedule) -> Result<Schedule> {
         retry_delay,
         timeout,
         on_failure,
+        lease,
         origin: at.origin(raw.cron.span()),
     })
 }

@@ -1,0 +1,181 @@
+//! A scheduler's claim on a tick of a pipeline on a remote catalog, so that schedulers on
+//! several hosts (whose run locks, per machine, do not see each other) do not all do the
+//! tick's work: a property of the control table, `pipeline.lease.<pipeline>`, set and renewed
+//! by compare-and-set, holding the tick, who holds it and until when.
+//!
+//! - A scheduler takes the lease before it runs a due tick; one held by another scheduler,
+//!   unexpired, leaves the tick to it ([`Leased::HeldBy`]).
+//! - The holder renews it every third of `[schedule] lease` while the tick runs and removes it
+//!   when done. A holder that crashed stops renewing: once the lease lapses, another host
+//!   takes it over.
+//! - The lease saves work; it is not what makes a tick run once. A holder paused past its
+//!   lease could still publish after a takeover, and the publish's own check of the tick in
+//!   the control table (`commit::publish`) refuses the second run of a tick.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{RemoteCatalog, Swap};
+use crate::commit::publish::set_control_property;
+use crate::error::{Error, Result};
+use crate::records::control_table;
+
+/// How often a compare-and-set of the lease is tried before giving up.
+const ATTEMPTS: usize = 20;
+
+/// The lease as the control table holds it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Claim {
+    tick: String,
+    /// Host and process, for messages.
+    holder: String,
+    /// Unique per claim: a holder renews or removes only its own.
+    id: String,
+    expires_at: DateTime<Utc>,
+}
+
+/// What taking the lease found.
+pub enum Leased {
+    /// This scheduler holds it (renewed in the background until [`Lease::release`]).
+    Taken(Lease),
+    /// Another scheduler holds it, unexpired: who, and until when.
+    HeldBy(String),
+}
+
+/// A held lease.
+pub struct Lease {
+    remote: Arc<RemoteCatalog>,
+    key: String,
+    id: String,
+    renewer: tokio::task::JoinHandle<()>,
+}
+
+fn key_of(pipeline: &str) -> String {
+    format!("pipeline.lease.{pipeline}")
+}
+
+fn holder() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown host".into());
+    format!("{host} pid {}", std::process::id())
+}
+
+/// The claim in the control table's current version, and that version.
+async fn current_claim(
+    remote: &RemoteCatalog,
+    key: &str,
+) -> Result<(crate::catalog::Current, Option<Claim>)> {
+    let control = control_table(remote).await?;
+    let claim = control
+        .metadata
+        .properties()
+        .get(key)
+        .and_then(|text| serde_json::from_str(text).ok());
+    Ok((control, claim))
+}
+
+/// Takes the lease of `pipeline`'s tick `tick` for `ttl`, unless another scheduler holds it.
+pub async fn take(
+    remote: Arc<RemoteCatalog>,
+    pipeline: &str,
+    tick: &str,
+    ttl: Duration,
+) -> Result<Leased> {
+    let key = key_of(pipeline);
+    let id = uuid::Uuid::new_v4().to_string();
+    for _ in 0..ATTEMPTS {
+        let (control, claim) = current_claim(&remote, &key).await?;
+        if let Some(other) = claim.filter(|c| c.expires_at > Utc::now()) {
+            return Ok(Leased::HeldBy(format!(
+                "{} (serving tick {}, claim valid until {})",
+                other.holder,
+                other.tick,
+                other.expires_at.to_rfc3339()
+            )));
+        }
+        let mine = Claim {
+            tick: tick.to_string(),
+            holder: holder(),
+            id: id.clone(),
+            expires_at: Utc::now() + ttl,
+        };
+        let text = serde_json::to_string(&mine)
+            .map_err(|e| Error::Internal(format!("cannot encode the lease: {e}")))?;
+        if let Swap::Moved(_) = set_control_property(&remote, &control, &key, Some(&text)).await? {
+            tracing::debug!(pipeline, tick, "lease taken");
+            let renewer = tokio::spawn(renew(remote.clone(), key.clone(), mine, ttl));
+            return Ok(Leased::Taken(Lease {
+                remote,
+                key,
+                id,
+                renewer,
+            }));
+        }
+    }
+    Err(Error::Conflict {
+        table: crate::records::control_name().to_string(),
+        message: "the control table kept changing while this scheduler tried to claim the tick"
+            .into(),
+    })
+}
+
+/// Extends `claim` every third of `ttl` until aborted, or until it is no longer this
+/// scheduler's (taken over after it lapsed).
+async fn renew(remote: Arc<RemoteCatalog>, key: String, mut claim: Claim, ttl: Duration) {
+    loop {
+        tokio::time::sleep(ttl / 3).await;
+        claim.expires_at = Utc::now() + ttl;
+        let Ok(text) = serde_json::to_string(&claim) else {
+            return;
+        };
+        for _ in 0..ATTEMPTS {
+            match current_claim(&remote, &key).await {
+                Ok((control, Some(now))) if now.id == claim.id => {
+                    match set_control_property(&remote, &control, &key, Some(&text)).await {
+                        Ok(Swap::Moved(_)) => break,
+                        Ok(_) => continue,
+                        Err(e) => tracing::warn!("cannot renew the tick's lease: {e}"),
+                    }
+                }
+                Ok(_) => {
+                    tracing::warn!("the tick's lease lapsed and is no longer this scheduler's; its publish checks the tick again");
+                    return;
+                }
+                Err(e) => tracing::warn!("cannot read the tick's lease: {e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Lease {
+    /// Stops renewing and removes the lease, if it is still this scheduler's. A failure to
+    /// remove it is logged: the lease then lapses by itself.
+    pub async fn release(self) {
+        self.renewer.abort();
+        for _ in 0..ATTEMPTS {
+            let (control, claim) = match current_claim(&self.remote, &self.key).await {
+                Ok(found) => found,
+                Err(e) => {
+                    tracing::warn!("cannot release the tick's lease (it will lapse): {e}");
+                    return;
+                }
+            };
+            if claim.is_none_or(|c| c.id != self.id) {
+                return;
+            }
+            match set_control_property(&self.remote, &control, &self.key, None).await {
+                Ok(Swap::Moved(_)) => return,
+                Ok(_) => continue,
+                Err(e) => {
+                    tracing::warn!("cannot release the tick's lease (it will lapse): {e}");
+                    return;
+                }
+            }
+        }
+    }
+}
