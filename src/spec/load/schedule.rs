@@ -57,7 +57,28 @@ pub(super) fn schedule(at: &Positions, raw: &RawSchedule) -> Result<Schedule> {
                 ),
             )),
         };
-    let retries = match &raw.retries {
+    let retries = retries(at, raw)?;
+    let retry_delay = duration(at, &raw.retry_delay)?.unwrap_or(Duration::from_secs(300));
+    let timeout = duration(at, &raw.timeout)?;
+    let lease = duration(at, &raw.lease)?.unwrap_or(Schedule::LEASE);
+    let on_failure = on_failure(at, raw)?;
+    Ok(Schedule {
+        cron,
+        cron_text: text.to_string(),
+        timezone,
+        catchup,
+        retries,
+        retry_delay,
+        timeout,
+        on_failure,
+        lease,
+        origin: at.origin(raw.cron.span()),
+    })
+}
+
+/// `retries`: at most `MAX_RETRIES`.
+fn retries(at: &Positions, raw: &RawSchedule) -> Result<u32> {
+    Ok(match &raw.retries {
         None => 0,
         Some(r) if *r.get_ref() > MAX_RETRIES => {
             return Err(at.error(
@@ -70,11 +91,12 @@ pub(super) fn schedule(at: &Positions, raw: &RawSchedule) -> Result<Schedule> {
             ))
         }
         Some(r) => *r.get_ref(),
-    };
-    let retry_delay = duration(at, &raw.retry_delay)?.unwrap_or(Duration::from_secs(300));
-    let timeout = duration(at, &raw.timeout)?;
-    let lease = duration(at, &raw.lease)?.unwrap_or(Schedule::LEASE);
-    let on_failure = match &raw.on_failure {
+    })
+}
+
+/// `on_failure`: a command and its arguments, never empty.
+fn on_failure(at: &Positions, raw: &RawSchedule) -> Result<Vec<String>> {
+    Ok(match &raw.on_failure {
         None => Vec::new(),
         Some(cmd) if cmd.get_ref().is_empty() || cmd.get_ref()[0].trim().is_empty() => {
             return Err(at.error(
@@ -84,18 +106,6 @@ pub(super) fn schedule(at: &Positions, raw: &RawSchedule) -> Result<Schedule> {
             ))
         }
         Some(cmd) => cmd.get_ref().clone(),
-    };
-    Ok(Schedule {
-        cron,
-        cron_text: text.to_string(),
-        timezone,
-        catchup,
-        retries,
-        retry_delay,
-        timeout,
-        on_failure,
-        lease,
-        origin: at.origin(raw.cron.span()),
     })
 }
 
