@@ -13,7 +13,7 @@ pub const KEY_ENV: &str = "PIPELINE_TEST_AWS_KEY_ID";
 pub const SECRET_ENV: &str = "PIPELINE_TEST_AWS_SECRET";
 /// The secret itself: it must never appear in any output.
 pub const SECRET: &str = "moto-secret-3f9c1a7e-never-print";
-const KEY: &str = "AKIAPIPELINETEST";
+pub const KEY: &str = "AKIAPIPELINETEST";
 const REGION: &str = "us-east-1";
 
 fn required_env(name: &str, what: &str) -> String {
@@ -77,6 +77,14 @@ pub fn s3_bucket() -> String {
         assert!(response.status().is_success(), "{}", response.status());
     });
     name
+}
+
+/// moto's address and the test region, for specs whose credentials come from elsewhere.
+pub fn moto_settings() -> String {
+    format!(
+        "region = \"{REGION}\"\ns3_endpoint = \"{}\"\npath_style_access = true\n",
+        moto()
+    )
 }
 
 /// The catalog-section lines for moto's S3 with the test credentials.
@@ -380,18 +388,30 @@ pub struct SigV4Proxy {
 
 impl SigV4Proxy {
     pub fn start(target: &Rustberg, service: &str) -> SigV4Proxy {
-        SigV4Proxy::serving(target, service, &[])
+        SigV4Proxy::serving(target, service, &["--key", KEY, "--secret", SECRET])
     }
 
-    /// Like [`SigV4Proxy::start`], as an AWS endpoint serving one warehouse under a path:
-    /// `options` such as `["--warehouse", ARN, "--strip-prefix", "/iceberg"]`.
+    /// A proxy accepting the short-lived keys tests/servers/short_keys.py appends to
+    /// `keys_file`, each only until it expires.
+    pub fn with_short_keys(
+        target: &Rustberg,
+        service: &str,
+        keys_file: &std::path::Path,
+    ) -> SigV4Proxy {
+        let keys = keys_file.display().to_string();
+        SigV4Proxy::serving(target, service, &["--keys-file", &keys])
+    }
+
+    /// A proxy with more `options` (the keys it accepts first): as an AWS endpoint serving one
+    /// warehouse under a path, `["--key", K, "--secret", S, "--warehouse", ARN,
+    /// "--strip-prefix", "/iceberg"]`.
     pub fn serving(target: &Rustberg, service: &str, options: &[&str]) -> SigV4Proxy {
         use std::io::BufRead;
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("requests.log");
         let mut child = Command::new("python3")
             .arg(crate::common::repo().join("tests/servers/sigv4_proxy.py"))
-            .args(["--target", &target.uri, "--key", KEY, "--secret", SECRET])
+            .args(["--target", &target.uri])
             .args([
                 "--region",
                 REGION,

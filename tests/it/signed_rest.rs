@@ -7,7 +7,7 @@
 //! signature was refused, and nothing reaches the catalog.
 
 use crate::common::Project;
-use crate::remote::{storage_settings, Rustberg, SigV4Proxy, SECRET, SECRET_ENV};
+use crate::remote::{moto_settings, storage_settings, Rustberg, SigV4Proxy, SECRET, SECRET_ENV};
 use crate::remote_catalogs::{gold_agrees, retail_backfill_rollback, GOLD};
 
 const BUCKET: &str = "arn:aws:s3tables:us-east-1:111122223333:bucket/analytics";
@@ -98,7 +98,16 @@ fn the_s3tables_rest_and_glue_rest_shortcuts_sign_for_their_service_and_warehous
     let tables = SigV4Proxy::serving(
         &server,
         "s3tables",
-        &["--warehouse", BUCKET, "--strip-prefix", "/iceberg"],
+        &[
+            "--key",
+            crate::remote::KEY,
+            "--secret",
+            SECRET,
+            "--warehouse",
+            BUCKET,
+            "--strip-prefix",
+            "/iceberg",
+        ],
     );
     let p = Project::retail().on_catalog_section(&format!(
         "\n[catalogs.remote]\ntype = \"s3tables-rest\"\ntable_bucket_arn = \"{BUCKET}\"\n\
@@ -117,7 +126,16 @@ fn the_s3tables_rest_and_glue_rest_shortcuts_sign_for_their_service_and_warehous
     let glue = SigV4Proxy::serving(
         &server,
         "glue",
-        &["--warehouse", "111122223333", "--strip-prefix", "/iceberg"],
+        &[
+            "--key",
+            crate::remote::KEY,
+            "--secret",
+            SECRET,
+            "--warehouse",
+            "111122223333",
+            "--strip-prefix",
+            "/iceberg",
+        ],
     );
     let g = Project::retail().on_catalog_section(&format!(
         "\n[catalogs.remote]\ntype = \"glue-rest\"\naccount_id = \"111122223333\"\n\
@@ -165,4 +183,58 @@ fn signing_settings_are_checked_with_the_line() {
         assert!(message.contains(wanted), "{section}: {message}");
         assert!(message.contains("pipelines/retail.toml:"), "{section}: {message}");
     }
+}
+
+#[test]
+fn catalog_credentials_that_expire_during_a_run_are_fetched_again() {
+    // A profile whose credential_process hands out keys valid for two seconds; the proxy
+    // refuses any key past its expiry, so a signer that read its credentials once would fail
+    // as soon as the run outlives the first key.
+    let server = Rustberg::start();
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let config = dir.path().join("aws-config");
+    std::fs::write(
+        &config,
+        format!(
+            "[profile short]\ncredential_process = python3 {} {} 2\n",
+            crate::common::repo()
+                .join("tests/servers/short_keys.py")
+                .display(),
+            keys.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("none"), "").unwrap();
+    let proxy = SigV4Proxy::with_short_keys(&server, "s3tables", &keys);
+    let mut p = Project::retail();
+    p.env
+        .push(("AWS_CONFIG_FILE".into(), config.display().to_string()));
+    p.env.push((
+        "AWS_SHARED_CREDENTIALS_FILE".into(),
+        dir.path().join("none").display().to_string(),
+    ));
+    let p = p.on_catalog_section(&format!(
+        "\n[catalogs.remote]\ntype = \"rest\"\nuri = \"{}\"\nsigning = \"sigv4\"\n\
+         signing_name = \"s3tables\"\nprofile = \"short\"\n{}",
+        proxy.uri,
+        moto_settings()
+    ));
+    let started = std::time::Instant::now();
+    p.json(&["run", "retail"]);
+    let took = started.elapsed();
+    assert!(refused(&proxy).is_empty(), "{:?}", refused(&proxy));
+    let used: std::collections::BTreeSet<String> = proxy
+        .requests()
+        .iter()
+        .filter_map(|r| r.split(" key=").nth(1).map(|k| k.to_string()))
+        .collect();
+    assert!(
+        took.as_secs_f64() > 2.5 && used.len() > 1,
+        "the run ({took:?}) must outlive a key, and use more than one: {used:?}"
+    );
+    assert_eq!(
+        p.query("SELECT count(*) FROM silver.orders")[0][0],
+        Some(crate::common::expected_retail()["counts"]["silver.orders"].to_string())
+    );
 }

@@ -1,11 +1,12 @@
-"""A SigV4-verifying reverse proxy: `sigv4_proxy.py --target URL --key KEY --secret SECRET
---region R --service S [--port P] [--log FILE] [--exit-with-parent]`.
+"""A SigV4-verifying reverse proxy: `sigv4_proxy.py --target URL (--key KEY --secret SECRET |
+--keys-file FILE) --region R --service S [--port P] [--log FILE] [--exit-with-parent]`.
 
 It stands where AWS's S3 Tables or Glue Iceberg REST endpoint would: every request must carry
 an AWS Signature Version 4 that botocore, recomputing it with the known secret, finds equal.
 Checked, in order (any failure answers 403 `SignatureDoesNotMatch` and forwards nothing):
   * an `Authorization: AWS4-HMAC-SHA256 Credential=KEY/DATE/REGION/SERVICE/aws4_request,
-    SignedHeaders=..., Signature=...` header, for this key, region and service;
+    SignedHeaders=..., Signature=...` header, for this key (or, with --keys-file, one of the
+    keys tests/servers/short_keys.py issued, not yet expired), region and service;
   * `host` and `x-amz-date` among the signed headers; the date within 15 minutes of now and
     equal to the credential's date;
   * `x-amz-content-sha256`, when sent, signed and equal to the SHA-256 (hex) of the body
@@ -17,7 +18,7 @@ serve one warehouse under a path: with `--warehouse W` a `/v1/config` must ask f
 (the target serves one warehouse, so the query is not passed on), and with `--strip-prefix
 /iceberg` requests outside that path are refused (404) and the prefix is removed. The proxy prints its port
 on stdout when it listens; with --log it appends one line per request: `ok|refused METHOD PATH
-[reason]`.
+key=KEY [reason]`.
 """
 import os
 
@@ -44,8 +45,22 @@ def check(args, method, path, headers, body):
     if not m:
         return "no AWS4-HMAC-SHA256 Authorization header"
     key, day, region, service, signed, signature = m.groups()
-    if (key, region, service) != (args.key, args.region, args.service):
-        return f"credential scope {key}/{region}/{service} is not {args.key}/{args.region}/{args.service}"
+    secret = args.secret
+    if args.keys_file:
+        issued = {}
+        with open(args.keys_file) as f:
+            for line in f:
+                k, s, expires = line.split()
+                issued[k] = (s, float(expires))
+        if key not in issued:
+            return f"unknown access key {key}"
+        secret, expires = issued[key]
+        if time.time() > expires:
+            return f"the access key {key} expired {time.time() - expires:.1f}s ago"
+    elif key != args.key:
+        return f"unknown access key {key}"
+    if (region, service) != (args.region, args.service):
+        return f"credential scope {key}/{region}/{service} is not {args.region}/{args.service}"
     names = signed.split(";")
     for required in ("host", "x-amz-date") + (("x-amz-content-sha256",) if "x-amz-content-sha256" in headers else ()):
         if required not in names:
@@ -65,7 +80,7 @@ def check(args, method, path, headers, body):
     request = AWSRequest(method=method, url=f"http://{headers['host']}{path}",
                          headers={n: headers[n] for n in names}, data=body)
     request.context["timestamp"] = amz_date
-    signer = SigV4Auth(Credentials(args.key, args.secret, headers.get("x-amz-security-token")),
+    signer = SigV4Auth(Credentials(key, secret, headers.get("x-amz-security-token")),
                        service, region)
     canonical = signer.canonical_request(request)
     if signer.signed_headers(signer.headers_to_sign(request)) != signed:
@@ -102,7 +117,9 @@ def handler(args, log):
                     log(f"unknown-warehouse {self.command} {self.path}")
                     return self.reply(400, {"Content-Type": "application/json"}, json.dumps({"error": {"message": f"this endpoint serves warehouse {args.warehouse}", "type": "BadRequestException", "code": 400}}).encode())
                 path = "/v1/config"
-            log(f"{'refused' if reason else 'ok'} {self.command} {self.path}" + (f" {reason}" if reason else ""))
+            signer = AUTH.match(headers.get("authorization", ""))
+            who = signer.group(1) if signer else "-"
+            log(f"{'refused' if reason else 'ok'} {self.command} {self.path} key={who}" + (f" {reason}" if reason else ""))
             if reason:
                 payload = json.dumps({"error": {
                     "message": f"The request signature we calculated does not match the signature you provided ({reason})",
@@ -133,8 +150,11 @@ def handler(args, log):
 
 def main():
     ap = argparse.ArgumentParser()
-    for name in ("--target", "--key", "--secret", "--region", "--service"):
+    for name in ("--target", "--region", "--service"):
         ap.add_argument(name, required=True)
+    ap.add_argument("--key")
+    ap.add_argument("--secret")
+    ap.add_argument("--keys-file", help="accept the keys tests/servers/short_keys.py issued, each until it expires")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--log")
     ap.add_argument("--warehouse")
