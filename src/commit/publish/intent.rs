@@ -181,7 +181,17 @@ pub(super) async fn commit_control(
     record: Option<&RunRecord>,
 ) -> Result<Swap> {
     let new = stage_control(remote, current, intent, record).await?;
-    let file = write_next(&remote.file_io, &current.location, &new).await?;
+    move_control(remote, current, &new).await
+}
+
+/// Moves the control table from `current` to `new` by compare-and-set (its metadata file
+/// written first).
+async fn move_control(
+    remote: &RemoteCatalog,
+    current: &Current,
+    new: &TableMetadata,
+) -> Result<Swap> {
+    let file = write_next(&remote.file_io, &current.location, new).await?;
     remote
         .pointers
         .swap(
@@ -189,7 +199,7 @@ pub(super) async fn commit_control(
             &current.location,
             &current.metadata,
             &file,
-            &new,
+            new,
         )
         .await
 }
@@ -297,17 +307,7 @@ pub async fn set_control_property(
         None => builder.remove_properties(&[key.to_string()])?,
     };
     let new = builder.build()?.metadata;
-    let file = write_next(&remote.file_io, &current.location, &new).await?;
-    remote
-        .pointers
-        .swap(
-            &control_name(),
-            &current.location,
-            &current.metadata,
-            &file,
-            &new,
-        )
-        .await
+    move_control(remote, current, &new).await
 }
 
 /// Fails with [`Error::TickServed`] when the control table's version `control` (the one the
