@@ -129,6 +129,9 @@ fn print_status(s: &ScheduleStatus) {
             .as_deref()
             .unwrap_or("free (no run in progress)")
     );
+    if let Some(lease) = &s.lease_holder {
+        println!("  claimed by: {lease}");
+    }
 }
 
 /// The pipelines named (default: every pipeline of the project with a `[schedule]`), loaded.

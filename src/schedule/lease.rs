@@ -78,6 +78,22 @@ async fn current_claim(
     Ok((control, claim))
 }
 
+/// Who holds `pipeline`'s lease now (unexpired), as `take` would report it; `None` when the
+/// tick is nobody's.
+pub async fn holder_of(remote: &RemoteCatalog, pipeline: &str) -> Result<Option<String>> {
+    let (_, claim) = current_claim(remote, &key_of(pipeline)).await?;
+    Ok(claim.filter(|c| c.expires_at > Utc::now()).map(describe))
+}
+
+fn describe(claim: Claim) -> String {
+    format!(
+        "{} (serving tick {}, claim valid until {})",
+        claim.holder,
+        claim.tick,
+        claim.expires_at.to_rfc3339()
+    )
+}
+
 /// Takes the lease of `pipeline`'s tick `tick` for `ttl`, unless another scheduler holds it.
 pub async fn take(
     remote: Arc<RemoteCatalog>,
@@ -90,12 +106,7 @@ pub async fn take(
     for _ in 0..ATTEMPTS {
         let (control, claim) = current_claim(&remote, &key).await?;
         if let Some(other) = claim.filter(|c| c.expires_at > Utc::now()) {
-            return Ok(Leased::HeldBy(format!(
-                "{} (serving tick {}, claim valid until {})",
-                other.holder,
-                other.tick,
-                other.expires_at.to_rfc3339()
-            )));
+            return Ok(Leased::HeldBy(describe(other)));
         }
         let mine = Claim {
             tick: tick.to_string(),

@@ -1,10 +1,11 @@
 //! `pipeline schedule status`: per pipeline, the last tick served and how it went, the tick due
-//! now, the ticks missed, the next ticks (in the schedule's time zone and in UTC), and who
-//! holds the pipeline's run lock.
+//! now, the ticks missed, the next ticks (in the schedule's time zone and in UTC), who holds
+//! the pipeline's run lock and, on a remote catalog, which scheduler claims a tick.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::lease::holder_of;
 use super::serve::{last_served, schedule_of};
 use super::ticks::{due, next};
 use crate::catalog::PipelineCatalog;
@@ -50,6 +51,8 @@ pub struct ScheduleStatus {
     pub next: Vec<TickTime>,
     /// The run holding the pipeline's lock (`pid N since TIME`), if one is in progress.
     pub lock_holder: Option<String>,
+    /// On a remote catalog: the scheduler (on any host) whose unexpired lease claims a tick.
+    pub lease_holder: Option<String>,
 }
 
 /// The status of `pipeline`'s schedule at `now`.
@@ -97,5 +100,9 @@ pub async fn status(pipeline: &Pipeline, now: DateTime<Utc>) -> Result<ScheduleS
             })
             .collect(),
         lock_holder: holder(&catalog.lock_anchor()?, &pipeline.name)?,
+        lease_holder: match catalog.remote() {
+            Some(remote) => holder_of(remote, &pipeline.name).await?,
+            None => None,
+        },
     })
 }

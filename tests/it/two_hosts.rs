@@ -86,6 +86,28 @@ fn two_hosts_serve_one_tick(mut p: Project, summed: bool) {
     let held = p.json(&ARGS[..4])[0].clone();
     assert_eq!(held["result"], "busy", "{held}");
     assert!(held["holder"].as_str().unwrap().contains(" pid "), "{held}");
+    // Any host's status names the claim.
+    let status = p.json(&["schedule", "status", "--now", NOW])[0].clone();
+    let who = |v: &Value| {
+        v.as_str()
+            .unwrap_or_default()
+            .split(" (serving")
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        who(&status["lease_holder"]),
+        who(&held["holder"]),
+        "{status}"
+    );
+    assert!(
+        status["lease_holder"]
+            .as_str()
+            .unwrap()
+            .contains("serving tick 2026-03-01T02:00:00Z"),
+        "{status}"
+    );
     // A freezes whole (no renewal); its two-second lease lapses and B takes the tick over.
     a.signal(libc::SIGSTOP);
     std::thread::sleep(std::time::Duration::from_millis(2500));
@@ -133,6 +155,8 @@ fn a_crashed_schedulers_claim_lapses_and_another_host_takes_the_tick_over() {
     assert_eq!(b["result"], "ran", "{b}");
     served_once(&p, true, &b["run_id"]);
     // The holder removed its lease when done: the next tick is nobody's.
+    let status = p.json(&["schedule", "status", "--now", NOW])[0].clone();
+    assert!(status["lease_holder"].is_null(), "{status}");
     let next = p.json(&["schedule", "tick", "--now", "2026-03-02T02:03:00Z"])[0].clone();
     assert_eq!(next["result"], "ran", "{next}");
 }
