@@ -160,13 +160,7 @@ impl<'a> TableOperation<'a> for RollbackOperation<'a> {
     }
 
     fn identity(&self) -> Identity<'_> {
-        Identity {
-            kind: RunKind::Rollback,
-            pipeline: &self.run.pipeline,
-            invocation: self.invocation,
-            run_id: None,
-            started: None,
-        }
+        Identity::new(RunKind::Rollback, &self.run.pipeline, self.invocation)
     }
 
     async fn stage(

@@ -121,13 +121,7 @@ impl<'a> TableOperation<'a> for RowChangeOperation<'a> {
     }
 
     fn identity(&self) -> Identity<'_> {
-        Identity {
-            kind: RunKind::Sql,
-            pipeline: self.pipeline,
-            invocation: self.invocation,
-            run_id: None,
-            started: None,
-        }
+        Identity::new(RunKind::Sql, self.pipeline, self.invocation)
     }
 
     async fn stage(

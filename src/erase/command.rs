@@ -156,13 +156,11 @@ impl<'a> TableOperation<'a> for EraseOperation<'a> {
     }
 
     fn identity(&self) -> Identity<'_> {
-        Identity {
-            kind: RunKind::Erase,
-            pipeline: &self.pipeline.name,
-            invocation: &self.request.invocation,
-            run_id: None,
-            started: None,
-        }
+        Identity::new(
+            RunKind::Erase,
+            &self.pipeline.name,
+            &self.request.invocation,
+        )
     }
 
     async fn stage(
@@ -172,10 +170,7 @@ impl<'a> TableOperation<'a> for EraseOperation<'a> {
         observer: &Arc<dyn Observer>,
     ) -> Result<Staging<EraseStaged, EraseReport>> {
         let (pipeline, request) = (self.pipeline, self.request);
-        let validated = opened
-            .validated
-            .as_ref()
-            .ok_or_else(|| Error::Internal("an erase without its validated pipeline".into()))?;
+        let validated = opened.validated("an erase")?;
         let surveyed = survey(pipeline, validated, &run.run_id, request).await?;
         if surveyed.found.staged.is_empty() {
             return Ok(Staging::Done(surveyed.report));

@@ -96,13 +96,11 @@ impl<'a> TableOperation<'a> for MaintainOperation<'a> {
     }
 
     fn identity(&self) -> Identity<'_> {
-        Identity {
-            kind: RunKind::Maintain,
-            pipeline: &self.pipeline.name,
-            invocation: &self.options.invocation,
-            run_id: None,
-            started: None,
-        }
+        Identity::new(
+            RunKind::Maintain,
+            &self.pipeline.name,
+            &self.options.invocation,
+        )
     }
 
     async fn stage(

@@ -102,6 +102,29 @@ pub struct Identity<'a> {
     pub started: Option<DateTime<Utc>>,
 }
 
+impl<'a> Identity<'a> {
+    /// A new run of `kind`, started now.
+    pub fn new(kind: RunKind, pipeline: &'a str, invocation: &'a Invocation) -> Identity<'a> {
+        Identity {
+            kind,
+            pipeline,
+            invocation,
+            run_id: None,
+            started: None,
+        }
+    }
+}
+
+impl Opened<'_> {
+    /// The pipeline validated against the catalog: there for an `Opening::Validated`
+    /// operation (`what` names it for the internal error otherwise).
+    pub fn validated(&self, what: &str) -> Result<&Validated> {
+        self.validated
+            .as_ref()
+            .ok_or_else(|| Error::Internal(format!("{what} without its validated pipeline")))
+    }
+}
+
 /// The run an operation is: its id and when it started.
 #[derive(Debug, Clone)]
 pub struct RunStart {

@@ -109,16 +109,11 @@ pub async fn tick_served_in(
     if control.metadata.current_snapshot().is_none() {
         return Ok(None);
     }
-    let name = control_name();
-    let loaded = remote
-        .catalog
-        .load_table(&name.ident())
-        .await
-        .map_err(|e| Error::table(&name, "cannot load the control table", e))?;
+    // Read as the publisher reads it to rewrite its records (the catalog's file access).
     let table = iceberg::table::StaticTable::from_metadata(
         control.metadata.clone(),
-        name.ident(),
-        loaded.file_io().clone(),
+        control_name().ident(),
+        remote.file_io.clone(),
     )
     .await?
     .into_table();

@@ -156,10 +156,7 @@ impl<'a> TableOperation<'a> for RunOperation<'a> {
         run: &RunStart,
         observer: &Arc<dyn Observer>,
     ) -> Result<Staging<RunStaged, Served>> {
-        let validated = opened
-            .validated
-            .as_ref()
-            .ok_or_else(|| Error::Internal("a run without its validated pipeline".into()))?;
+        let validated = opened.validated("a run")?;
         if let Some(tick) = self.options.tick {
             if let Some(run_id) = served_by(&validated.catalog, &self.pipeline.name, tick).await? {
                 return Ok(Staging::Done(Served::AlreadyServed { run_id }));

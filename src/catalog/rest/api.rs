@@ -61,6 +61,26 @@ impl RestApi {
         matches!(self.auth, Auth::SigV4(_))
     }
 
+    /// For a request the catalog refused as unauthenticated (401, 403): the sentence every
+    /// error about it carries, saying what to check for this catalog's authentication; `None`
+    /// for any other refusal.
+    pub(super) fn refusal(&self, r: &Refused) -> Option<String> {
+        if !matches!(r.status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+            return None;
+        }
+        Some(if self.signs() {
+            format!(
+                "the catalog refused this client's SigV4 signature ({} {}): check the AWS credentials (profile, access_key_id_env / secret_access_key_env, or the environment), `region` and `signing_name`",
+                r.status, r.message
+            )
+        } else {
+            format!(
+                "the catalog refused this client's credentials ({}): check the variables named by token_env / credential_env",
+                r.status
+            )
+        })
+    }
+
     /// `{uri}/v1/{prefix}{path}` for a path such as `/namespaces`.
     pub(super) fn url(&self, path: &str) -> String {
         let prefix = if self.prefix.is_empty() {

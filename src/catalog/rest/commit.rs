@@ -32,15 +32,12 @@ fn table_path(table: &TableName) -> String {
 }
 
 fn error(api: &RestApi, what: &str, refused: Refused) -> Error {
-    let hint = match refused.status {
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if api.signs() => {
-            "; the catalog refused the request's SigV4 signature: check the AWS credentials, `region` and `signing_name`"
-        }
-        _ => "",
-    };
     Error::Catalog {
         catalog: api.uri.clone(),
-        message: format!("{what}: {} {}{hint}", refused.status, refused.message),
+        message: match api.refusal(&refused) {
+            Some(refusal) => format!("{what}: {refusal}"),
+            None => format!("{what}: {} {}", refused.status, refused.message),
+        },
     }
 }
 

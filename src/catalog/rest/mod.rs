@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use iceberg_storage_opendal::OpenDalResolvingStorageFactory;
-use reqwest::{Method, StatusCode};
+use reqwest::Method;
 
 use self::api::{urlencode, RestApi};
 use self::tables::RestTables;
@@ -103,25 +103,14 @@ async fn server_config(api: &RestApi, config: &RestConfig) -> Result<ServerConfi
         Some(w) => format!("{}/v1/config?warehouse={}", config.uri, urlencode(w)),
         None => format!("{}/v1/config", config.uri),
     };
-    let server = api
-        .send(Method::GET, &url, None)
-        .await
-        .map_err(|e| {
-            fail(match e.status {
-                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if api.signs() => format!(
-                    "the catalog refused this client's SigV4 signature ({} {}): check the AWS credentials (profile, access_key_id_env / secret_access_key_env, or the environment), `region` and `signing_name`",
-                    e.status, e.message
-                ),
-                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => format!(
-                    "the catalog refused this client's credentials ({}): check the variables named by token_env / credential_env",
-                    e.status
-                ),
-                _ => format!(
-                    "GET /v1/config failed ({} {}); is `uri` the catalog's base URL (without /v1)?",
-                    e.status, e.message
-                ),
-            })
-        })?;
+    let server = api.send(Method::GET, &url, None).await.map_err(|e| {
+        fail(api.refusal(&e).unwrap_or_else(|| {
+            format!(
+                "GET /v1/config failed ({} {}); is `uri` the catalog's base URL (without /v1)?",
+                e.status, e.message
+            )
+        }))
+    })?;
     let map = |key: &str| -> HashMap<String, String> {
         serde_json::from_value(server[key].clone()).unwrap_or_default()
     };

@@ -80,15 +80,6 @@ impl RestTables {
     /// The iceberg error for a refused request: it names the catalog, the request and, for
     /// a refused signature or token, what to check.
     fn refused(&self, what: &str, r: Refused) -> Error {
-        let hint = match r.status {
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if self.api.signs() => {
-                ": the catalog refused this request's SigV4 signature; check the AWS credentials (profile, access_key_id_env / secret_access_key_env, or the environment), `region` and `signing_name`"
-            }
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-                ": the catalog refused this client's credentials; check the variables named by token_env / credential_env"
-            }
-            _ => "",
-        };
         let kind = match (r.status, r.kind.as_str()) {
             (StatusCode::NOT_FOUND, k) if k.contains("Namespace") => ErrorKind::NamespaceNotFound,
             (StatusCode::NOT_FOUND, _) => ErrorKind::TableNotFound,
@@ -99,18 +90,21 @@ impl RestTables {
             (StatusCode::BAD_REQUEST, _) => ErrorKind::DataInvalid,
             _ => ErrorKind::Unexpected,
         };
-        let kind_text = if r.kind.is_empty() {
-            String::new()
-        } else {
-            format!(" {}", r.kind)
+        let message = match self.api.refusal(&r) {
+            Some(refusal) => format!("catalog {}: {what}: {refusal}", self.api.uri),
+            None => {
+                let kind_text = if r.kind.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", r.kind)
+                };
+                format!(
+                    "catalog {}: {what} was refused ({}{kind_text}: {})",
+                    self.api.uri, r.status, r.message
+                )
+            }
         };
-        Error::new(
-            kind,
-            format!(
-                "catalog {}: {what} was refused ({}{kind_text}: {}){hint}",
-                self.api.uri, r.status, r.message
-            ),
-        )
+        Error::new(kind, message)
     }
 
     async fn send(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
