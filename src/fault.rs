@@ -12,10 +12,16 @@
 //! - `version-token-read NS.TABLE` (S3 Tables): the table's version token is read and the
 //!   move that uses it not yet sent.
 //!
+//! - `published` (async): a run published its tables and record; its `after_run` maintenance
+//!   has not started (a schedule's timeout may strike here).
+//!
 //! With `PIPELINE_PAUSE_UNTIL=<file>` as well, the pause ends when that file exists (so a
-//! test can let another writer commit in between). Unset (always, outside tests), a pause
-//! point costs one environment lookup.
+//! test can let another writer commit in between). With `PIPELINE_PANIC_AT=<point>`, the
+//! first time the process reaches that point it panics instead (a bug in a job, as a
+//! scheduler must survive it). Unset (always, outside tests), a pause point costs one
+//! environment lookup.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// The environment variable naming the point to pause at.
@@ -24,9 +30,40 @@ pub const PAUSE_AT: &str = "PIPELINE_PAUSE_AT";
 /// The environment variable naming a file whose creation ends the pause.
 pub const PAUSE_UNTIL: &str = "PIPELINE_PAUSE_UNTIL";
 
+/// The environment variable naming the point to panic at (once per process).
+pub const PANIC_AT: &str = "PIPELINE_PANIC_AT";
+
+/// Whether this process already panicked at its `PIPELINE_PANIC_AT` point.
+static PANICKED: AtomicBool = AtomicBool::new(false);
+
+/// Panics the first time `PIPELINE_PANIC_AT` names `point`.
+fn panic_point(point: &str) {
+    if std::env::var(PANIC_AT).is_ok_and(|v| v == point) && !PANICKED.swap(true, Ordering::SeqCst) {
+        panic!("{PANIC_AT}: a deliberate panic at {point}");
+    }
+}
+
+/// Stops this task (not its thread: other tasks and timers go on) if `PIPELINE_PAUSE_AT`
+/// names `point`: forever, or until the file named by `PIPELINE_PAUSE_UNTIL` exists.
+pub async fn pause_point_async(point: &str) {
+    panic_point(point);
+    if std::env::var(PAUSE_AT).is_ok_and(|v| v == point) {
+        eprintln!("pipeline: paused at {point} ({PAUSE_AT})");
+        let until = std::env::var_os(PAUSE_UNTIL).map(std::path::PathBuf::from);
+        loop {
+            match &until {
+                Some(file) if file.exists() => return,
+                Some(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                None => tokio::time::sleep(Duration::from_secs(3600)).await,
+            }
+        }
+    }
+}
+
 /// Stops this thread if `PIPELINE_PAUSE_AT` names `point`: forever, or until the file named by
 /// `PIPELINE_PAUSE_UNTIL` exists.
 pub fn pause_point(point: &str) {
+    panic_point(point);
     if std::env::var(PAUSE_AT).is_ok_and(|v| v == point) {
         eprintln!("pipeline: paused at {point} ({PAUSE_AT})");
         let until = std::env::var_os(PAUSE_UNTIL).map(std::path::PathBuf::from);

@@ -68,26 +68,51 @@ pub async fn execute(
     }
 }
 
-/// `schedule tick`: serves each pipeline's due tick once, prints the reports, and fails when
-/// any scheduled run failed.
+/// `schedule tick`: serves each pipeline's due tick once (one pipeline that cannot be served
+/// does not keep the others from theirs), prints every report, and fails when any scheduled
+/// run failed or any schedule could not be served.
 async fn tick(specs: &[Pipeline], clock: &Clock, as_json: bool) -> Result<()> {
     let mut reports = Vec::new();
     for spec in specs {
-        reports.push(serve(spec, clock.now(), Arc::new(Progress::stderr())).await?);
+        let report = match serve(spec, clock.now(), Arc::new(Progress::stderr())).await {
+            Ok(report) => report,
+            Err(e) => TickReport {
+                pipeline: spec.name.clone(),
+                result: TickResult::Error {
+                    error: crate::secrets::redact(&e.to_string()).into_owned(),
+                },
+                missed: Vec::new(),
+            },
+        };
+        reports.push(report);
     }
     print_ticks(&reports, as_json);
-    let failed: Vec<&str> = reports
-        .iter()
-        .filter(|r| matches!(r.result, TickResult::Failed { .. }))
-        .map(|r| r.pipeline.as_str())
-        .collect();
+    let named = |failed: fn(&TickResult) -> bool| -> Vec<&str> {
+        reports
+            .iter()
+            .filter(|r| failed(&r.result))
+            .map(|r| r.pipeline.as_str())
+            .collect()
+    };
+    let failed = named(|r| matches!(r, TickResult::Failed { .. }));
+    let unserved = named(|r| matches!(r, TickResult::Error { .. }));
+    let mut said = Vec::new();
     if !failed.is_empty() {
-        return Err(Error::Failed(format!(
+        said.push(format!(
             "scheduled run(s) failed: {} (recorded; `pipeline runs` shows the error)",
             failed.join(", ")
-        )));
+        ));
     }
-    Ok(())
+    if !unserved.is_empty() {
+        said.push(format!(
+            "could not serve the schedule of {} (nothing run or recorded; the next tick tries again)",
+            unserved.join(", ")
+        ));
+    }
+    match said.is_empty() {
+        true => Ok(()),
+        false => Err(Error::Failed(said.join("; "))),
+    }
 }
 
 /// One pipeline's `schedule status` as text: its schedule, last tick, what is due or
@@ -195,6 +220,10 @@ fn line(report: &TickReport) -> Vec<String> {
         } => (
             tick.clone(),
             format!("FAILED after {attempts} attempt(s), recorded as run {run_id}: {error}"),
+        ),
+        TickResult::Error { error } => (
+            String::new(),
+            format!("NOT SERVED (nothing run or recorded): {error}"),
         ),
     };
     let missed = if report.missed.is_empty() {

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use chrono::Utc;
 
 use super::options::RunOptions;
-use super::pipeline::served_by;
 use crate::catalog::PipelineCatalog;
 use crate::commit::publish::Publication;
 use crate::error::{Error, Result};
@@ -14,11 +13,12 @@ use crate::operation::{
     operate, Identity, Observer, Opened, Opening, RunStart, Staging, TableOperation,
 };
 use crate::records::lock::LockWait;
-use crate::records::{RunKind, RunRecord};
+use crate::records::{tick_key, RunKind, RunRecord};
 use crate::spec::Pipeline;
 
 /// Records that run `run_id` of `pipeline` failed for good serving `options.tick`, with
-/// `error`. Nothing is recorded when a record already holds the tick.
+/// `error`. Nothing is recorded when a record already holds the tick: that record is returned
+/// (the tick was served after all, whatever failed), `None` when the failure was recorded.
 pub async fn record_failure(
     pipeline: &Pipeline,
     observer: Arc<dyn Observer>,
@@ -26,7 +26,7 @@ pub async fn record_failure(
     run_id: &str,
     started: chrono::DateTime<Utc>,
     error: &str,
-) -> Result<()> {
+) -> Result<Option<RunRecord>> {
     let tick = options
         .tick
         .ok_or_else(|| Error::Internal("a failure is recorded for scheduled ticks only".into()))?;
@@ -42,9 +42,17 @@ pub async fn record_failure(
     };
     match operate(operation, observer).await {
         // Another scheduler's record of the tick got there first: nothing to record.
-        Err(Error::TickServed { .. }) => Ok(()),
-        other => other,
+        Err(Error::TickServed { .. }) => {}
+        Ok(None) => return Ok(None),
+        Ok(Some(record)) => return Ok(Some(record)),
+        Err(e) => return Err(e),
     }
+    let served = catalog
+        .run_for_tick(&pipeline.name, &tick_key(tick))
+        .await?;
+    served.map(Some).ok_or_else(|| {
+        Error::Internal("the publish said a record holds the tick, yet none was found".into())
+    })
 }
 
 /// A failed tick's record as the operation skeleton publishes it: alone, no table changed,
@@ -62,7 +70,7 @@ struct FailureRecord<'a> {
 
 impl<'a> TableOperation<'a> for FailureRecord<'a> {
     type Staged = ();
-    type Output = ();
+    type Output = Option<RunRecord>;
 
     fn opening(&self) -> Opening<'a> {
         Opening::Pipeline {
@@ -90,10 +98,14 @@ impl<'a> TableOperation<'a> for FailureRecord<'a> {
         opened: &Opened<'a>,
         _run: &RunStart,
         _observer: &Arc<dyn Observer>,
-    ) -> Result<Staging<(), ()>> {
-        let served = served_by(&opened.catalog, &self.pipeline.name, self.tick).await?;
+    ) -> Result<Staging<(), Option<RunRecord>>> {
+        let key = tick_key(self.tick);
+        let served = opened
+            .catalog
+            .run_for_tick(&self.pipeline.name, &key)
+            .await?;
         Ok(match served {
-            Some(_) => Staging::Done(()),
+            Some(record) => Staging::Done(Some(record)),
             None => Staging::Publish(()),
         })
     }
@@ -120,7 +132,7 @@ impl<'a> TableOperation<'a> for FailureRecord<'a> {
         _staged: (),
         _record: Option<RunRecord>,
         _observer: Arc<dyn Observer>,
-    ) -> Result<()> {
-        Ok(())
+    ) -> Result<Option<RunRecord>> {
+        Ok(None)
     }
 }

@@ -26,7 +26,7 @@ use crate::catalog::PipelineCatalog;
 use crate::commit::JobContext;
 use crate::engine::return_freed_memory;
 use crate::error::{Error, Result};
-use crate::fault::pause_point;
+use crate::fault::{pause_point, pause_point_async};
 use crate::maintain::after_run;
 use crate::operation::{
     operate, Identity, JobReport, Observer, Opened, Opening, RunStart, Scope, StagedTables,
@@ -222,6 +222,7 @@ impl<'a> TableOperation<'a> for RunOperation<'a> {
         observer: Arc<dyn Observer>,
     ) -> Result<Served> {
         tracing::debug!(ms = self.clock.elapsed().as_millis() as u64, "published");
+        pause_point_async("published").await;
         let pipeline = self.pipeline;
         // Sorted by name, as the run staged them.
         let tables: Vec<String> = staged

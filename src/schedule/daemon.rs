@@ -5,10 +5,13 @@
 //! long the scheduler runs. SIGTERM or SIGINT: a run in progress finishes (and publishes), then
 //! the scheduler exits.
 
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+use futures::FutureExt;
 use tokio::sync::watch;
 
 use super::clock::Clock;
@@ -16,7 +19,7 @@ use super::serve::{schedule_of, serve, TickReport, TickResult};
 use super::ticks::next;
 use crate::error::{Error, Result};
 use crate::operation::Observer;
-use crate::spec::load_with_catalog;
+use crate::spec::{load_with_catalog, Schedule};
 
 /// How long a pipeline waits before trying again when another run holds its lock, or when its
 /// spec cannot be read.
@@ -53,19 +56,31 @@ pub async fn run_daemon(
     }
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| Error::Internal(format!("cannot listen for SIGTERM: {e}")))?;
-    tokio::select! {
-        _ = terminate.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-        _ = async { while tasks.join_next().await.is_some() {} } => return Ok(()),
+    // A pipeline's task ends only when told to stop (it survives its runs' failures and
+    // panics): one that ends before is a bug, and the scheduler exits with an error.
+    let ended = tokio::select! {
+        _ = terminate.recv() => None,
+        _ = tokio::signal::ctrl_c() => None,
+        joined = tasks.join_next() => Some(joined),
+    };
+    if let Some(joined) = ended {
+        let why = match joined {
+            Some(Err(e)) => format!("a pipeline's scheduler task failed: {e}"),
+            _ => "a pipeline's scheduler task ended".into(),
+        };
+        let _ = stop.send(true);
+        while tasks.join_next().await.is_some() {}
+        return Err(Error::Internal(why));
     }
     tracing::info!("stopping: runs in progress finish first");
     let _ = stop.send(true);
+    let mut failed = None;
     while let Some(joined) = tasks.join_next().await {
         if let Err(e) = joined {
-            return Err(Error::Internal(format!("a scheduler task failed: {e}")));
+            failed = Some(Error::Internal(format!("a scheduler task failed: {e}")));
         }
     }
-    Ok(())
+    failed.map_or(Ok(()), Err)
 }
 
 async fn pipeline_loop(
@@ -81,7 +96,16 @@ async fn pipeline_loop(
         if *stopping.borrow() {
             return;
         }
-        let wait = match once(&project, &name, catalog.as_deref(), clock, observer.clone()).await {
+        let serving = once(&project, &name, catalog.as_deref(), clock, observer.clone());
+        let outcome = AssertUnwindSafe(serving)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| {
+                Err(Error::Internal(
+                    "serving the schedule panicked (see above)".into(),
+                ))
+            });
+        let wait = match outcome {
             Ok((report, wait)) => {
                 ticks.served(&report);
                 wait
@@ -107,17 +131,21 @@ async fn once(
     observer: Arc<dyn Observer>,
 ) -> Result<(TickReport, Duration)> {
     let spec = load_with_catalog(project, name, catalog)?;
-    let report = serve(&spec, clock.now(), observer).await?;
+    let served_at = clock.now();
+    let report = serve(&spec, served_at, observer).await?;
     let wait = match &report.result {
         TickResult::Busy { .. } => BUSY_RETRY,
-        _ => {
-            let now = clock.now();
-            let schedule = schedule_of(&spec)?;
-            match next(schedule, now, 1).first() {
-                Some(t) => (*t - now).to_std().unwrap_or_default(),
-                None => Duration::from_secs(24 * 3600),
-            }
-        }
+        _ => until_next(schedule_of(&spec)?, served_at, clock.now()),
     };
     Ok((report, wait))
+}
+
+/// How long to sleep at `now` after serving the schedule at `served_at`: until the first tick
+/// after `served_at`, not after `now`, so a tick that fell due while a long run went on is
+/// served at once (by the catchup policy) instead of being skipped.
+pub fn until_next(schedule: &Schedule, served_at: DateTime<Utc>, now: DateTime<Utc>) -> Duration {
+    match next(schedule, served_at, 1).first() {
+        Some(t) => (*t - now).to_std().unwrap_or_default(),
+        None => Duration::from_secs(24 * 3600),
+    }
 }

@@ -45,12 +45,15 @@ pub enum Leased {
     HeldBy(String),
 }
 
-/// A held lease.
+/// A held lease. It ends with its holder's work on every path: [`Lease::release`] removes it;
+/// dropped unreleased (the work panicked, was cancelled or timed out), its renewal stops at
+/// once and its removal is started on the runtime (failing that, it lapses by itself).
 pub struct Lease {
     remote: Arc<RemoteCatalog>,
     key: String,
     id: String,
     renewer: tokio::task::JoinHandle<()>,
+    released: bool,
 }
 
 fn key_of(pipeline: &str) -> String {
@@ -76,6 +79,15 @@ async fn current_claim(
         .get(key)
         .and_then(|text| serde_json::from_str(text).ok());
     Ok((control, claim))
+}
+
+/// The tick named by `pipeline`'s lease, expired or not: a tick some scheduler started to
+/// serve (a holder that crashed leaves its claim to lapse).
+pub async fn claimed_tick(remote: &RemoteCatalog, pipeline: &str) -> Result<Option<DateTime<Utc>>> {
+    let (_, claim) = current_claim(remote, &key_of(pipeline)).await?;
+    Ok(claim
+        .and_then(|c| DateTime::parse_from_rfc3339(&c.tick).ok())
+        .map(|t| t.with_timezone(&Utc)))
 }
 
 /// Who holds `pipeline`'s lease now (unexpired), as `take` would report it; `None` when the
@@ -124,6 +136,7 @@ pub async fn take(
                 key,
                 id,
                 renewer,
+                released: false,
             }));
         }
     }
@@ -166,26 +179,50 @@ async fn renew(remote: Arc<RemoteCatalog>, key: String, mut claim: Claim, ttl: D
 impl Lease {
     /// Stops renewing and removes the lease, if it is still this scheduler's. A failure to
     /// remove it is logged: the lease then lapses by itself.
-    pub async fn release(self) {
+    pub async fn release(mut self) {
         self.renewer.abort();
-        for _ in 0..ATTEMPTS {
-            let (control, claim) = match current_claim(&self.remote, &self.key).await {
-                Ok(found) => found,
-                Err(e) => {
-                    tracing::warn!("cannot release the tick's lease (it will lapse): {e}");
-                    return;
-                }
-            };
-            if claim.is_none_or(|c| c.id != self.id) {
+        self.released = true;
+        remove(&self.remote, &self.key, &self.id).await;
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.renewer.abort();
+        if self.released {
+            return;
+        }
+        let (remote, key, id) = (self.remote.clone(), self.key.clone(), self.id.clone());
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move { remove(&remote, &key, &id).await });
+            }
+            Err(_) => {
+                tracing::warn!("the tick's lease was dropped outside a runtime; it will lapse")
+            }
+        }
+    }
+}
+
+/// Removes the claim `id` under `key`, if it is still the one there.
+async fn remove(remote: &RemoteCatalog, key: &str, id: &str) {
+    for _ in 0..ATTEMPTS {
+        let (control, claim) = match current_claim(remote, key).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!("cannot release the tick's lease (it will lapse): {e}");
                 return;
             }
-            match set_control_property(&self.remote, &control, &self.key, None).await {
-                Ok(Swap::Moved(_)) => return,
-                Ok(_) => continue,
-                Err(e) => {
-                    tracing::warn!("cannot release the tick's lease (it will lapse): {e}");
-                    return;
-                }
+        };
+        if claim.is_none_or(|c| c.id != id) {
+            return;
+        }
+        match set_control_property(remote, &control, key, None).await {
+            Ok(Swap::Moved(_)) => return,
+            Ok(_) => continue,
+            Err(e) => {
+                tracing::warn!("cannot release the tick's lease (it will lapse): {e}");
+                return;
             }
         }
     }

@@ -2,8 +2,11 @@
 //! key), with the schedule's timeout and its retries for transient failures; a tick that fails
 //! for good is recorded as failed and its `on_failure` command run.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
+
+use futures::FutureExt;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -13,7 +16,7 @@ use super::ticks::{due, next};
 use crate::catalog::PipelineCatalog;
 use crate::error::{Error, Result};
 use crate::operation::Observer;
-use crate::records::{new_run_id, tick_key, Invocation};
+use crate::records::{new_run_id, tick_key, Invocation, RunRecord};
 use crate::run::{record_failure, run_tick, LockWait, RunOptions, Served};
 use crate::spec::{Pipeline, Schedule};
 
@@ -44,6 +47,9 @@ pub enum TickResult {
         error: String,
         attempts: u32,
     },
+    /// The schedule could not be served at all (its spec or catalog could not be read):
+    /// nothing was run or recorded, and the next call tries again.
+    Error { error: String },
 }
 
 /// One pipeline's schedule served at a moment.
@@ -90,7 +96,11 @@ pub async fn serve(
     let served = last_served(&catalog, &pipeline.name).await?;
     let remote = catalog.remote().cloned();
     drop(catalog);
-    let due = due(schedule, now, served);
+    let claimed = match &remote {
+        Some(remote) => lease::claimed_tick(remote, &pipeline.name).await?,
+        None => None,
+    };
+    let due = due(schedule, now, served, claimed);
     let missed = due.missed.iter().map(|t| tick_key(*t)).collect();
     let report = |result| TickReport {
         pipeline: pipeline.name.clone(),
@@ -131,27 +141,18 @@ async fn run_with_retries(
     observer: Arc<dyn Observer>,
 ) -> Result<TickResult> {
     let key = tick_key(tick);
+    let mut ours = Vec::new();
     let mut attempt = 0;
     loop {
         attempt += 1;
         let started = Utc::now();
         let run_id = new_run_id(started);
+        ours.push(run_id.clone());
         let mut options = RunOptions::new(LockWait(None));
         options.tick = Some(tick);
         options.run_id = Some(run_id.clone());
         options.invocation = Invocation::current(Some(format!("scheduled tick {key}")), None);
-        let run = run_tick(pipeline, observer.clone(), options.clone());
-        let outcome = match schedule.timeout {
-            Some(limit) => match tokio::time::timeout(limit, run).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err(Error::Failed(format!(
-                    "the run took longer than the schedule's timeout ({}s) and was stopped; nothing of it was published",
-                    limit.as_secs()
-                ))),
-            },
-            None => run.await,
-        };
-        let error = match outcome {
+        let error = match attempt_run(pipeline, schedule, observer.clone(), &options).await {
             Ok(Served::Ran(report)) => {
                 return Ok(TickResult::Ran {
                     tick: key,
@@ -160,13 +161,18 @@ async fn run_with_retries(
                     attempts: attempt,
                 })
             }
-            Ok(Served::AlreadyServed { run_id }) => {
+            Ok(Served::AlreadyServed { run_id }) if !ours.contains(&run_id) => {
                 return Ok(TickResult::AlreadyServed { tick: key, run_id })
+            }
+            // An earlier attempt of ours published after all (its answer was lost).
+            Ok(Served::AlreadyServed { .. }) => {
+                Error::Failed("an earlier attempt's publish went through".into())
             }
             Err(Error::Busy(holder)) => return Ok(TickResult::Busy { tick: key, holder }),
             Err(e) => e,
         };
-        if error.is_transient() && attempt <= schedule.retries {
+        let retry = error.is_transient() && attempt <= schedule.retries;
+        if retry {
             tracing::warn!(
                 pipeline = %pipeline.name,
                 tick = %key,
@@ -177,15 +183,72 @@ async fn run_with_retries(
             tokio::time::sleep(schedule.retry_delay).await;
             continue;
         }
-        let message = error.to_string();
-        record_failure(pipeline, observer, &options, &run_id, started, &message).await?;
-        on_failure(pipeline, schedule, &run_id, &key, &message).await;
-        return Ok(TickResult::Failed {
-            tick: key,
-            run_id,
-            error: message,
-            attempts: attempt,
+        let message = crate::secrets::redact(&error.to_string()).into_owned();
+        let found =
+            record_failure(pipeline, observer, &options, &run_id, started, &message).await?;
+        return Ok(match found {
+            // Whatever failed, a record holds the tick: it was served (by an attempt of ours
+            // whose publish went through before the failure, or by another scheduler).
+            Some(record) => served_result(key, record, &ours, attempt),
+            None => {
+                on_failure(pipeline, schedule, &run_id, &key, &message).await;
+                TickResult::Failed {
+                    tick: key,
+                    run_id,
+                    error: message,
+                    attempts: attempt,
+                }
+            }
         });
+    }
+}
+
+/// One attempt at the tick's run, under the schedule's timeout; a panic in it is a failure of
+/// the run like any other (the scheduler goes on).
+async fn attempt_run(
+    pipeline: &Pipeline,
+    schedule: &Schedule,
+    observer: Arc<dyn Observer>,
+    options: &RunOptions,
+) -> Result<Served> {
+    let run = AssertUnwindSafe(run_tick(pipeline, observer, options.clone())).catch_unwind();
+    let outcome = match schedule.timeout {
+        Some(limit) => match tokio::time::timeout(limit, run).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                return Err(Error::Failed(format!(
+                    "the run took longer than the schedule's timeout ({}s) and was stopped",
+                    limit.as_secs()
+                )))
+            }
+        },
+        None => run.await,
+    };
+    outcome.unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Err(Error::Internal(format!("the run panicked: {what}")))
+    })
+}
+
+/// How a tick that a record holds was served: by one of `ours` (the runs this scheduler
+/// tried), or by another scheduler.
+fn served_result(key: String, record: RunRecord, ours: &[String], attempts: u32) -> TickResult {
+    if ours.contains(&record.run_id) {
+        TickResult::Ran {
+            tick: key,
+            run_id: record.run_id,
+            tables: record.tables.len(),
+            attempts,
+        }
+    } else {
+        TickResult::AlreadyServed {
+            tick: key,
+            run_id: record.run_id,
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::lease::holder_of;
+use super::lease::{claimed_tick, holder_of};
 use super::serve::{last_served, schedule_of};
 use super::ticks::{due, next};
 use crate::catalog::PipelineCatalog;
@@ -82,7 +82,11 @@ pub async fn status(pipeline: &Pipeline, now: DateTime<Utc>) -> Result<ScheduleS
                 })
         }
     };
-    let due = due(schedule, now, served);
+    let claimed = match catalog.remote() {
+        Some(remote) => claimed_tick(remote, &pipeline.name).await?,
+        None => None,
+    };
+    let due = due(schedule, now, served, claimed);
     let tz = schedule.timezone;
     Ok(ScheduleStatus {
         pipeline: pipeline.name.clone(),

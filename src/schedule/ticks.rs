@@ -79,8 +79,15 @@ pub fn between(
 
 /// What is due at `now` when the last tick served is `last_served`: the latest tick at or
 /// before `now` unless it was served; the ticks between them are missed. With
-/// `catchup = "none"` a tick more than [`Schedule::GRACE`] late is missed too.
-pub fn due(schedule: &Schedule, now: DateTime<Utc>, last_served: Option<DateTime<Utc>>) -> Due {
+/// `catchup = "none"` a tick more than [`Schedule::GRACE`] late is missed too, unless a
+/// scheduler's lease claims it (`claimed`): a tick begun in time whose holder crashed is
+/// finished by whoever takes the lease over, however late that is.
+pub fn due(
+    schedule: &Schedule,
+    now: DateTime<Utc>,
+    last_served: Option<DateTime<Utc>>,
+    claimed: Option<DateTime<Utc>>,
+) -> Due {
     let Some(latest) = latest(schedule, now) else {
         return Due {
             tick: None,
@@ -100,7 +107,7 @@ pub fn due(schedule: &Schedule, now: DateTime<Utc>, last_served: Option<DateTime
     let late = (now - latest).to_std().unwrap_or_default();
     let tick = match schedule.catchup {
         Catchup::Latest => Some(latest),
-        Catchup::None if late <= Schedule::GRACE => Some(latest),
+        Catchup::None if late <= Schedule::GRACE || claimed == Some(latest) => Some(latest),
         Catchup::None => {
             if missed.len() < MAX_LISTED {
                 missed.push(latest);
@@ -149,12 +156,15 @@ mod tests {
     fn a_tick_is_due_once_and_missed_ticks_are_named() {
         let s = schedule("0 2 * * *", "UTC", Catchup::Latest);
         let now = at("2026-03-05T02:00:30Z");
-        assert_eq!(due(&s, now, None).tick, Some(at("2026-03-05T02:00:00Z")));
+        assert_eq!(
+            due(&s, now, None, None).tick,
+            Some(at("2026-03-05T02:00:00Z"))
+        );
         // Served: nothing more until tomorrow.
         let served = Some(at("2026-03-05T02:00:00Z"));
-        assert_eq!(due(&s, at("2026-03-05T23:59:59Z"), served).tick, None);
+        assert_eq!(due(&s, at("2026-03-05T23:59:59Z"), served, None).tick, None);
         // Three days without a scheduler: the latest runs, the two before are missed.
-        let d = due(&s, at("2026-03-08T09:00:00Z"), served);
+        let d = due(&s, at("2026-03-08T09:00:00Z"), served, None);
         assert_eq!(d.tick, Some(at("2026-03-08T02:00:00Z")));
         assert_eq!(
             d.missed,
@@ -171,12 +181,20 @@ mod tests {
         let s = schedule("0 2 * * *", "UTC", Catchup::None);
         let served = Some(at("2026-03-04T02:00:00Z"));
         assert_eq!(
-            due(&s, at("2026-03-05T02:10:00Z"), served).tick,
+            due(&s, at("2026-03-05T02:10:00Z"), served, None).tick,
             Some(at("2026-03-05T02:00:00Z"))
         );
-        let late = due(&s, at("2026-03-05T09:00:00Z"), served);
+        let late = due(&s, at("2026-03-05T09:00:00Z"), served, None);
         assert_eq!(late.tick, None);
         assert_eq!(late.missed, vec![at("2026-03-05T02:00:00Z")]);
+        // A scheduler claimed the tick in time and crashed: it is still due, however late.
+        let claimed = Some(at("2026-03-05T02:00:00Z"));
+        let taken_over = due(&s, at("2026-03-05T09:00:00Z"), served, claimed);
+        assert_eq!(taken_over.tick, claimed);
+        assert!(taken_over.missed.is_empty());
+        // A claim of an older tick does not revive a late one.
+        let old = Some(at("2026-03-04T02:00:00Z"));
+        assert_eq!(due(&s, at("2026-03-05T09:00:00Z"), served, old).tick, None);
     }
 
     #[test]

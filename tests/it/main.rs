@@ -41,6 +41,7 @@ mod retention;
 mod row_changes;
 mod run_records;
 mod schedule;
+mod schedule_faults;
 mod schema_evolution;
 mod signed_rest;
 mod source_text;

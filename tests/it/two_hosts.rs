@@ -11,8 +11,11 @@
 
 use serde_json::Value;
 
+use std::time::Duration;
+
 use crate::common::Project;
 use crate::remote::Rustberg;
+use crate::schedule_faults::{self, Daemon};
 
 const NOW: &str = "2026-03-01T02:03:00Z";
 
@@ -75,13 +78,14 @@ fn served_once(p: &Project, summed: bool, run_id: &Value) {
     assert_eq!(&ticks[0]["run_id"], run_id);
 }
 
-/// Host A stages the tick, then freezes past its lease; host B serves the same tick
-/// meanwhile; A thaws and tries to publish.
-fn two_hosts_serve_one_tick(mut p: Project, summed: bool) {
+/// Host A stages the tick (or is about to send its commit: `point`), then freezes past its
+/// lease; host B serves the same tick meanwhile; A thaws and tries to publish.
+fn two_hosts_serve_one_tick(mut p: Project, summed: bool, point: &str) {
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     on_host(&mut p, &dir_a);
     let gate = p.path().join("release-a");
-    let a = p.start_paused_piped(&ARGS, "staged", gate);
+    let _ = std::fs::remove_file(&gate);
+    let a = p.start_paused_piped(&ARGS, point, gate);
     on_host(&mut p, &dir_b);
     let held = p.json(&ARGS[..4])[0].clone();
     assert_eq!(held["result"], "busy", "{held}");
@@ -130,13 +134,21 @@ fn two_hosts_serve_one_tick(mut p: Project, summed: bool) {
 #[test]
 fn two_hosts_on_a_rest_catalog_publish_a_tick_once() {
     let server = Rustberg::start();
-    two_hosts_serve_one_tick(scheduled(false).on_rest(&server, true), false);
+    two_hosts_serve_one_tick(scheduled(false).on_rest(&server, true), false, "staged");
+}
+
+#[test]
+fn a_rest_commit_refused_because_another_host_served_the_tick_is_not_a_failure() {
+    // A is frozen just before sending its multi-table commit; B serves the tick; A's commit
+    // gets 409. A reports the tick served by B (no failure, no `on_failure`, exit 0).
+    let server = Rustberg::start();
+    two_hosts_serve_one_tick(scheduled(true).on_rest(&server, true), true, "publishing");
 }
 
 #[test]
 fn two_hosts_on_s3tables_publish_a_tick_once() {
-    two_hosts_serve_one_tick(scheduled(true).on_s3tables(), true);
-    two_hosts_serve_one_tick(scheduled(false).on_s3tables(), false);
+    two_hosts_serve_one_tick(scheduled(true).on_s3tables(), true, "staged");
+    two_hosts_serve_one_tick(scheduled(false).on_s3tables(), false, "staged");
 }
 
 #[test]
@@ -159,4 +171,57 @@ fn a_crashed_schedulers_claim_lapses_and_another_host_takes_the_tick_over() {
     assert!(status["lease_holder"].is_null(), "{status}");
     let next = p.json(&["schedule", "tick", "--now", "2026-03-02T02:03:00Z"])[0].clone();
     assert_eq!(next["result"], "ran", "{next}");
+}
+
+#[test]
+fn with_catchup_none_a_crashed_holders_tick_is_taken_over_however_late() {
+    let server = Rustberg::start();
+    let mut p =
+        schedule_faults::scheduled("cron = \"0 2 * * *\"\ncatchup = \"none\"\nlease = \"2s\"")
+            .on_rest(&server, true);
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    on_host(&mut p, &dir_a);
+    // A claims the 02:00 tick in time and crashes mid-run.
+    p.start_paused(&ARGS[..4], "staged", None).kill();
+    on_host(&mut p, &dir_b);
+    std::thread::sleep(Duration::from_millis(2500));
+    // B comes by long after the grace period (15 minutes): the claimed tick is still due.
+    let late = "2026-03-01T02:40:00Z";
+    let status = p.json(&["schedule", "status", "--now", late])[0].clone();
+    assert_eq!(status["due"], "2026-03-01T02:00:00Z", "{status}");
+    let b = p.json(&["schedule", "tick", "--now", late])[0].clone();
+    assert_eq!(b["result"], "ran", "{b}");
+    assert_eq!(b["tick"], "2026-03-01T02:00:00Z", "{b}");
+    assert_eq!(b["missed"], serde_json::json!([]), "{b}");
+    assert_eq!(p.query("SELECT sum(n) FROM bronze.t"), [[Some("7".into())]]);
+}
+
+#[test]
+fn a_run_that_panics_is_a_recorded_failure_its_lease_ends_and_the_scheduler_goes_on() {
+    let server = Rustberg::start();
+    let p = schedule_faults::scheduled("cron = \"0 * * * * *\"\nlease = \"30s\"")
+        .on_rest(&server, true);
+    // The first run of this daemon panics once staged; the next tick's run does not.
+    let mut daemon = Daemon::start(
+        &p,
+        &["schedule", "run", "--now", "2026-03-01T02:00:20Z", "--json"],
+        &[("PIPELINE_PANIC_AT", "staged")],
+    );
+    let first = daemon.next_report(Duration::from_secs(60));
+    assert_eq!(first["result"], "failed", "{first}");
+    assert_eq!(first["tick"], "2026-03-01T02:00:00Z", "{first}");
+    assert!(
+        first["error"].as_str().unwrap().contains("panicked"),
+        "{first}"
+    );
+    // Its lease ended with the run (not lapsed: it would last 30 s).
+    let status = p.json(&["schedule", "status", "--now", "2026-03-01T02:00:40Z"])[0].clone();
+    assert!(status["lease_holder"].is_null(), "{status}");
+    assert_eq!(status["last"]["result"], "failed", "{status}");
+    // The daemon still serves the pipeline: the 02:01 tick runs.
+    let second = daemon.next_report(Duration::from_secs(90));
+    assert_eq!(second["result"], "ran", "{second}");
+    assert_eq!(second["tick"], "2026-03-01T02:01:00Z", "{second}");
+    assert!(daemon.stop().success());
+    assert_eq!(p.query("SELECT sum(n) FROM bronze.t"), [[Some("7".into())]]);
 }
