@@ -77,6 +77,11 @@ pub enum Error {
         run_id: String,
     },
 
+    /// A scheduled run lost its scheduler's claim on the tick (another host took it over, or
+    /// renewals could not go through for most of the lease): it stopped before publishing.
+    #[error("{0}; the run stopped before publishing, and the tick is left to the scheduler that holds it")]
+    LeaseLost(String),
+
     /// A `fail` expectation found violations in a staged table.
     #[error(
         "expectation `{name}` on {table} failed: {detail}; nothing of this run was published{}",

@@ -30,6 +30,19 @@ pub const PAUSE_AT: &str = "PIPELINE_PAUSE_AT";
 /// The environment variable naming a file whose creation ends the pause.
 pub const PAUSE_UNTIL: &str = "PIPELINE_PAUSE_UNTIL";
 
+/// The environment variable that offsets this process's wall clock, in seconds (e.g. `600`
+/// or `-600`), as a host whose clock is wrong: the schedulers' lease must not care.
+pub const CLOCK_SKEW: &str = "PIPELINE_CLOCK_SKEW";
+
+/// The wall clock, offset by `PIPELINE_CLOCK_SKEW` seconds when set.
+pub fn wall_now() -> chrono::DateTime<chrono::Utc> {
+    let skew = std::env::var(CLOCK_SKEW)
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .unwrap_or(0);
+    chrono::Utc::now() + chrono::Duration::seconds(skew)
+}
+
 /// The environment variable naming the point to panic at (once per process).
 pub const PANIC_AT: &str = "PIPELINE_PANIC_AT";
 

@@ -149,13 +149,16 @@ fn print_status(s: &ScheduleStatus) {
         println!("  {label}{} (UTC {})", t.local, t.utc);
     }
     println!(
-        "  lock:       {}",
+        "  lock:       {} (this host, {})",
         s.lock_holder
             .as_deref()
-            .unwrap_or("free (no run in progress)")
+            .unwrap_or("free: no run of it in progress here"),
+        s.host
     );
-    if let Some(lease) = &s.lease_holder {
-        println!("  claimed by: {lease}");
+    match (&s.lease_holder, s.remote) {
+        (Some(lease), _) => println!("  claimed by: {lease}"),
+        (None, true) => println!("  claimed by: no scheduler on any host serves a tick now"),
+        (None, false) => {}
     }
 }
 
@@ -208,10 +211,21 @@ fn line(report: &TickReport) -> Vec<String> {
         TickResult::AlreadyServed { tick, run_id } => {
             (tick.clone(), format!("already served by run {run_id}"))
         }
-        TickResult::Busy { tick, holder } => (
+        TickResult::Busy {
+            tick,
+            holder,
+            by: "lock",
+        } => (
             tick.clone(),
-            format!("left for later: another run holds the lock ({holder})"),
+            format!(
+                "left for later: another run on this host holds the pipeline's lock ({holder})"
+            ),
         ),
+        TickResult::Busy { tick, holder, .. } => (
+            tick.clone(),
+            format!("left to another scheduler, which claims the tick: {holder}"),
+        ),
+        TickResult::Lost { tick, error } => (tick.clone(), format!("STOPPED: {error}")),
         TickResult::Failed {
             tick,
             run_id,

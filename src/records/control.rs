@@ -46,6 +46,12 @@ fn control_schema() -> Result<Schema> {
     Ok(Schema::builder().with_fields(fields).build()?)
 }
 
+/// The control table's current version, if the catalog has one (nothing is created: for
+/// commands that only read).
+pub async fn existing_control_table(remote: &RemoteCatalog) -> Result<Option<Current>> {
+    remote.current(&control_name()).await
+}
+
 /// The control table's current version, created on first use.
 pub async fn control_table(remote: &RemoteCatalog) -> Result<Current> {
     let name = control_name();

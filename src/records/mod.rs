@@ -16,7 +16,8 @@ mod record;
 mod runs;
 
 pub use control::{
-    control_name, control_table, run_records, tick_served_in, CONTROL_NAMESPACE, CONTROL_TABLE,
+    control_name, control_table, existing_control_table, run_records, tick_served_in,
+    CONTROL_NAMESPACE, CONTROL_TABLE,
 };
 pub use erase_receipt::{EraseReceipt, ErasedSource, ErasedTable};
 pub use receipt::Invocation;

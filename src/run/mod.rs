@@ -15,6 +15,6 @@ mod transform_job;
 
 pub use crate::records::lock::{holder, lock_path, LockWait};
 pub use failed::record_failure;
-pub use options::RunOptions;
+pub use options::{RunOptions, Tenure};
 pub use pipeline::{run_pipeline, run_tick, Served};
 pub use report::RunReport;

@@ -1,12 +1,25 @@
 //! How a run is asked to run: waiting for the pipeline's lock, what to recompute, and who
 //! asks and why.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 
+use crate::error::Result;
 use crate::plan::Backfill;
 use crate::records::lock::LockWait;
 use crate::records::Invocation;
 use crate::spec::Engine;
+
+/// A claim the run must still hold when it publishes: a scheduler's lease on the tick it
+/// serves, on a remote catalog.
+#[async_trait::async_trait]
+pub trait Tenure: Send + Sync + std::fmt::Debug {
+    /// `Ok` while the claim is this scheduler's (renewing it now if renewals have not gone
+    /// through lately); [`Error::LeaseLost`](crate::error::Error::LeaseLost) when it is not:
+    /// the run then stops before publishing.
+    async fn confirm(&self) -> Result<()>;
+}
 
 /// How a run chooses what to recompute.
 #[derive(Debug, Clone)]
@@ -30,6 +43,8 @@ pub struct RunOptions {
     /// Where transforms run, when the command line says (`--engine`); else the spec's
     /// `[engine]`.
     pub engine: Option<Engine>,
+    /// The claim a scheduled run confirms before each publish attempt.
+    pub tenure: Option<Arc<dyn Tenure>>,
 }
 
 impl RunOptions {
@@ -44,6 +59,7 @@ impl RunOptions {
             tick: None,
             run_id: None,
             engine: None,
+            tenure: None,
         }
     }
 }

@@ -23,6 +23,7 @@ use super::execute::{execute, Start};
 use super::options::RunOptions;
 use super::report::RunReport;
 use crate::catalog::PipelineCatalog;
+use crate::commit::publish::Publication;
 use crate::commit::JobContext;
 use crate::engine::return_freed_memory;
 use crate::error::{Error, Result};
@@ -212,6 +213,19 @@ impl<'a> TableOperation<'a> for RunOperation<'a> {
 
     fn staged_tables(staged: &mut RunStaged) -> Option<&mut StagedTables> {
         Some(&mut staged.tables)
+    }
+
+    async fn publication(
+        &mut self,
+        catalog: &PipelineCatalog,
+        staged: &mut RunStaged,
+        record: RunRecord,
+    ) -> Result<Option<Publication>> {
+        // A scheduled run whose scheduler lost its claim on the tick stops here.
+        if let Some(tenure) = &self.options.tenure {
+            tenure.confirm().await?;
+        }
+        Ok(Some(staged.tables.publication(catalog, record).await?))
     }
 
     async fn finish(

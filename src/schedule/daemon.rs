@@ -134,7 +134,7 @@ async fn once(
     let served_at = clock.now();
     let report = serve(&spec, served_at, observer).await?;
     let wait = match &report.result {
-        TickResult::Busy { .. } => BUSY_RETRY,
+        TickResult::Busy { .. } | TickResult::Lost { .. } => BUSY_RETRY,
         _ => until_next(schedule_of(&spec)?, served_at, clock.now()),
     };
     Ok((report, wait))

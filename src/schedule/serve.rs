@@ -17,7 +17,7 @@ use crate::catalog::PipelineCatalog;
 use crate::error::{Error, Result};
 use crate::operation::Observer;
 use crate::records::{new_run_id, tick_key, Invocation, RunRecord};
-use crate::run::{record_failure, run_tick, LockWait, RunOptions, Served};
+use crate::run::{record_failure, run_tick, LockWait, RunOptions, Served, Tenure};
 use crate::spec::{Pipeline, Schedule};
 
 /// How long the `on_failure` command may take.
@@ -38,8 +38,16 @@ pub enum TickResult {
     },
     /// A run record already holds the tick (another scheduler served it).
     AlreadyServed { tick: String, run_id: String },
-    /// Another run of the pipeline holds its lock: the tick is left for a later call.
-    Busy { tick: String, holder: String },
+    /// Another run of the pipeline holds its lock on this host (`by`: `lock`), or another
+    /// scheduler (any host) claims the tick (`by`: `lease`): the tick is left to it.
+    Busy {
+        tick: String,
+        holder: String,
+        by: &'static str,
+    },
+    /// This scheduler lost its claim on the tick while the run went on (another host took it
+    /// over): the run stopped before publishing; nothing was published or recorded.
+    Lost { tick: String, error: String },
     /// The tick's run failed for good; the failure is recorded under `run_id`.
     Failed {
         tick: String,
@@ -121,13 +129,15 @@ pub async fn serve(
                     return Ok(report(TickResult::Busy {
                         tick: tick_key(tick),
                         holder,
+                        by: "lease",
                     }))
                 }
             }
         }
         None => None,
     };
-    let result = run_with_retries(pipeline, schedule, tick, observer).await;
+    let tenure = lease.as_ref().map(|l| l.tenure());
+    let result = run_with_retries(pipeline, schedule, tick, tenure, observer).await;
     if let Some(lease) = lease {
         lease.release().await;
     }
@@ -138,6 +148,7 @@ async fn run_with_retries(
     pipeline: &Pipeline,
     schedule: &Schedule,
     tick: DateTime<Utc>,
+    tenure: Option<Arc<dyn Tenure>>,
     observer: Arc<dyn Observer>,
 ) -> Result<TickResult> {
     let key = tick_key(tick);
@@ -152,6 +163,7 @@ async fn run_with_retries(
         options.tick = Some(tick);
         options.run_id = Some(run_id.clone());
         options.invocation = Invocation::current(Some(format!("scheduled tick {key}")), None);
+        options.tenure = tenure.clone();
         let error = match attempt_run(pipeline, schedule, observer.clone(), &options).await {
             Ok(Served::Ran(report)) => {
                 return Ok(TickResult::Ran {
@@ -168,7 +180,14 @@ async fn run_with_retries(
             Ok(Served::AlreadyServed { .. }) => {
                 Error::Failed("an earlier attempt's publish went through".into())
             }
-            Err(Error::Busy(holder)) => return Ok(TickResult::Busy { tick: key, holder }),
+            Err(Error::Busy(holder)) => {
+                return Ok(TickResult::Busy {
+                    tick: key,
+                    holder,
+                    by: "lock",
+                })
+            }
+            Err(Error::LeaseLost(why)) => return lost(pipeline, key, why, &ours, attempt).await,
             Err(e) => e,
         };
         let retry = error.is_transient() && attempt <= schedule.retries;
@@ -231,6 +250,26 @@ async fn attempt_run(
             .or_else(|| panic.downcast_ref::<&str>().copied())
             .unwrap_or("no message");
         Err(Error::Internal(format!("the run panicked: {what}")))
+    })
+}
+
+/// The run stopped because this scheduler lost its claim on the tick: served by another
+/// scheduler if a record holds it by now, else left to the scheduler that holds it. Nothing is
+/// recorded either way.
+async fn lost(
+    pipeline: &Pipeline,
+    key: String,
+    why: String,
+    ours: &[String],
+    attempts: u32,
+) -> Result<TickResult> {
+    let catalog = PipelineCatalog::connect(&pipeline.catalog).await?;
+    Ok(match catalog.run_for_tick(&pipeline.name, &key).await? {
+        Some(record) => served_result(key, record, ours, attempts),
+        None => TickResult::Lost {
+            tick: key,
+            error: crate::secrets::redact(&Error::LeaseLost(why).to_string()).into_owned(),
+        },
     })
 }
 

@@ -1,11 +1,12 @@
 //! `pipeline schedule status`: per pipeline, the last tick served and how it went, the tick due
 //! now, the ticks missed, the next ticks (in the schedule's time zone and in UTC), who holds
-//! the pipeline's run lock and, on a remote catalog, which scheduler claims a tick.
+//! the pipeline's run lock on this host and, on a remote catalog, which scheduler (on any host)
+//! claims a tick. It only reads: nothing is created or changed, on the catalog or here.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::lease::{claimed_tick, holder_of};
+use super::lease::{claimed_tick, holder_of, host_name};
 use super::serve::{last_served, schedule_of};
 use super::ticks::{due, next};
 use crate::catalog::PipelineCatalog;
@@ -49,9 +50,15 @@ pub struct ScheduleStatus {
     /// Ticks that passed unserved and will not be run.
     pub missed: Vec<String>,
     pub next: Vec<TickTime>,
-    /// The run holding the pipeline's lock (`pid N since TIME`), if one is in progress.
+    /// This host's name: the pipeline's lock is per host.
+    pub host: String,
+    /// The run on this host holding the pipeline's lock (`pid N since TIME`), if one is in
+    /// progress here.
     pub lock_holder: Option<String>,
-    /// On a remote catalog: the scheduler (on any host) whose unexpired lease claims a tick.
+    /// Whether the catalog is remote: schedulers on other hosts may serve the pipeline, and
+    /// claim its ticks with a lease.
+    pub remote: bool,
+    /// On a remote catalog: the scheduler (on any host) whose lease claims a tick.
     pub lease_holder: Option<String>,
 }
 
@@ -103,7 +110,9 @@ pub async fn status(pipeline: &Pipeline, now: DateTime<Utc>) -> Result<ScheduleS
                 local: t.with_timezone(&tz).to_rfc3339(),
             })
             .collect(),
+        host: host_name(),
         lock_holder: holder(&catalog.lock_anchor()?, &pipeline.name)?,
+        remote: catalog.remote().is_some(),
         lease_holder: match catalog.remote() {
             Some(remote) => holder_of(remote, &pipeline.name).await?,
             None => None,

@@ -59,6 +59,8 @@ pub struct Schedule {
 impl Schedule {
     /// How late a tick may be and still count as current (for `catchup = "none"`).
     pub const GRACE: Duration = Duration::from_secs(15 * 60);
+    /// The shortest [`Schedule::lease`] a spec may ask for.
+    pub const MIN_LEASE: Duration = Duration::from_secs(5);
     /// The default [`Schedule::lease`].
     pub const LEASE: Duration = Duration::from_secs(10 * 60);
 }

@@ -27,7 +27,7 @@ pub fn moto() -> String {
     required_env("PIPELINE_TEST_MOTO", "the moto server (S3 and S3 Tables)")
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

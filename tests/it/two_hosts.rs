@@ -19,6 +19,10 @@ use crate::schedule_faults::{self, Daemon};
 
 const NOW: &str = "2026-03-01T02:03:00Z";
 
+/// Longer than the schedules' lease (5 s): a frozen or crashed holder's claim has expired by
+/// then (and the taker still watches it for a lease before taking it over).
+const LAPSE: Duration = Duration::from_millis(5500);
+
 /// Pipeline `p`: a daily tick appending `data/*.csv` to `bronze.t`, with `summed` also summed
 /// into `silver.s` (a full refresh, which cannot be rebased). Without the tick's check the
 /// second publish fails (the append is rebased, then refused by the loaded-files ledger or the
@@ -33,7 +37,7 @@ fn scheduled(summed: bool) -> Project {
     p.write(
         "pipelines/p.toml",
         &format!(
-            "[pipeline]\nname = \"p\"\n\n[schedule]\ncron = \"0 2 * * *\"\nlease = \"2s\"\n\n[[ingest]]\ntable = \"bronze.t\"\n\
+            "[pipeline]\nname = \"p\"\n\n[schedule]\ncron = \"0 2 * * *\"\nlease = \"5s\"\n\n[[ingest]]\ntable = \"bronze.t\"\n\
              format = \"csv\"\npath = \"data/*.csv\"\nschema = {{ day = \"date\", n = \"long\" }}\n{transform}"
         ),
     );
@@ -112,9 +116,9 @@ fn two_hosts_serve_one_tick(mut p: Project, summed: bool, point: &str) {
             .contains("serving tick 2026-03-01T02:00:00Z"),
         "{status}"
     );
-    // A freezes whole (no renewal); its two-second lease lapses and B takes the tick over.
+    // A freezes whole (no renewal); its lease lapses and B takes the tick over.
     a.signal(libc::SIGSTOP);
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    std::thread::sleep(LAPSE);
     let b = p.json(&ARGS[..4])[0].clone();
     assert_eq!(b["result"], "ran", "{b}");
     assert!(
@@ -162,7 +166,7 @@ fn a_crashed_schedulers_claim_lapses_and_another_host_takes_the_tick_over() {
     on_host(&mut p, &dir_b);
     let held = p.json(&ARGS[..4])[0].clone();
     assert_eq!(held["result"], "busy", "{held}");
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    std::thread::sleep(LAPSE);
     let b = p.json(&ARGS[..4])[0].clone();
     assert_eq!(b["result"], "ran", "{b}");
     served_once(&p, true, &b["run_id"]);
@@ -177,14 +181,14 @@ fn a_crashed_schedulers_claim_lapses_and_another_host_takes_the_tick_over() {
 fn with_catchup_none_a_crashed_holders_tick_is_taken_over_however_late() {
     let server = Rustberg::start();
     let mut p =
-        schedule_faults::scheduled("cron = \"0 2 * * *\"\ncatchup = \"none\"\nlease = \"2s\"")
+        schedule_faults::scheduled("cron = \"0 2 * * *\"\ncatchup = \"none\"\nlease = \"5s\"")
             .on_rest(&server, true);
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     on_host(&mut p, &dir_a);
     // A claims the 02:00 tick in time and crashes mid-run.
     p.start_paused(&ARGS[..4], "staged", None).kill();
     on_host(&mut p, &dir_b);
-    std::thread::sleep(Duration::from_millis(2500));
+    std::thread::sleep(LAPSE);
     // B comes by long after the grace period (15 minutes): the claimed tick is still due.
     let late = "2026-03-01T02:40:00Z";
     let status = p.json(&["schedule", "status", "--now", late])[0].clone();
@@ -224,4 +228,117 @@ fn a_run_that_panics_is_a_recorded_failure_its_lease_ends_and_the_scheduler_goes
     assert_eq!(second["tick"], "2026-03-01T02:01:00Z", "{second}");
     assert!(daemon.stop().success());
     assert_eq!(p.query("SELECT sum(n) FROM bronze.t"), [[Some("7".into())]]);
+}
+
+#[test]
+fn a_host_whose_clock_runs_ahead_does_not_take_a_live_claim() {
+    let server = Rustberg::start();
+    let mut p = scheduled(false).on_rest(&server, true);
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    on_host(&mut p, &dir_a);
+    let gate = p.path().join("release-a");
+    let a = p.start_paused_piped(&ARGS, "staged", gate);
+    // B's clock is ten minutes ahead: by it, A's claim expired long ago. B watches the claim,
+    // sees A renew it, and leaves the tick to A.
+    on_host(&mut p, &dir_b);
+    p.env.push(("PIPELINE_CLOCK_SKEW".into(), "600".into()));
+    let b = p.json(&ARGS[..4])[0].clone();
+    assert_eq!(b["result"], "busy", "{b}");
+    assert_eq!(b["by"], "lease", "{b}");
+    p.env.retain(|(k, _)| k != "PIPELINE_CLOCK_SKEW");
+    let (ok, log, stdout) = a.release_with_stdout();
+    assert!(ok, "{log}");
+    let a: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(a[0]["result"], "ran", "{stdout}\n{log}");
+    served_once(&p, false, &a[0]["run_id"]);
+}
+
+#[test]
+fn a_scheduler_that_lost_its_claim_stops_before_publishing_and_records_nothing() {
+    let server = Rustberg::start();
+    let mut p = scheduled(true).on_rest(&server, true);
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    on_host(&mut p, &dir_a);
+    let a = p.start_paused_piped(&ARGS, "staged", p.path().join("release-a"));
+    // A freezes past its lease; B takes the tick over and is still running it when A thaws.
+    a.signal(libc::SIGSTOP);
+    std::thread::sleep(LAPSE);
+    on_host(&mut p, &dir_b);
+    let b = p.start_paused_piped(&ARGS, "staged", p.path().join("release-b"));
+    a.signal(libc::SIGCONT);
+    let (ok, log, stdout) = a.release_with_stdout();
+    assert!(ok, "{log}");
+    let a: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(a[0]["result"], "lost", "{stdout}\n{log}");
+    let error = a[0]["error"].as_str().unwrap();
+    assert!(error.contains("lost its claim"), "{error}");
+    assert!(error.contains("stopped before publishing"), "{error}");
+    // Nothing of A's: no record, no data.
+    assert_eq!(
+        p.query("SELECT count(*) FROM bronze.t"),
+        [[Some("0".into())]],
+        "A published"
+    );
+    let (ok, log, stdout) = b.release_with_stdout();
+    assert!(ok, "{log}");
+    let b: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(b[0]["result"], "ran", "{stdout}\n{log}");
+    served_once(&p, true, &b[0]["run_id"]);
+}
+
+#[test]
+fn schedule_status_only_reads_and_names_the_claim_of_another_host() {
+    let server = Rustberg::start();
+    let mut p = scheduled(false).on_rest(&server, true);
+    // On a fresh catalog: status creates nothing (no control table, no namespace).
+    let status = p.json(&["schedule", "status", "--now", NOW])[0].clone();
+    assert_eq!(status["remote"], true, "{status}");
+    assert!(status["lease_holder"].is_null(), "{status}");
+    let namespaces = crate::remote::runtime().block_on(async {
+        reqwest::get(format!("{}/v1/namespaces", server.uri))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    });
+    assert!(!namespaces.contains("pipeline_meta"), "{namespaces}");
+    // Host A runs the tick: on host B the lock is free, and the claim names A.
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    on_host(&mut p, &dir_a);
+    let a = p.start_paused_piped(&ARGS, "staged", p.path().join("release-a"));
+    on_host(&mut p, &dir_b);
+    let out = p.run(&["schedule", "status", "--now", NOW]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("free: no run of it in progress here (this host"),
+        "{text}"
+    );
+    assert!(text.contains("claimed by: "), "{text}");
+    assert!(text.contains(" pid "), "{text}");
+    let busy = p.json(&ARGS[..4])[0].clone();
+    assert_eq!(busy["by"], "lease", "{busy}");
+    let out = p.run(&ARGS[..4]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("left to another scheduler, which claims the tick"),
+        "{text}"
+    );
+    let (ok, log) = a.release();
+    assert!(ok, "{log}");
+}
+
+#[test]
+fn a_lease_shorter_than_five_seconds_is_refused_at_spec_load() {
+    let p = Project::empty();
+    p.write(
+        "pipelines/p.toml",
+        "[pipeline]\nname = \"p\"\n\n[schedule]\ncron = \"0 2 * * *\"\nlease = \"1s\"\n\n[[ingest]]\ntable = \"bronze.t\"\n\
+         format = \"csv\"\npath = \"data/*.csv\"\nschema = { day = \"date\", n = \"long\" }\n",
+    );
+    let (code, err) = p.fails(&["validate", "p"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("pipelines/p.toml:6:9"), "{err}");
+    assert!(err.contains("lease = 1s is too short"), "{err}");
+    assert!(err.contains("at least 5s"), "{err}");
 }

@@ -60,7 +60,7 @@ pub(super) fn schedule(at: &Positions, raw: &RawSchedule) -> Result<Schedule> {
     let retries = retries(at, raw)?;
     let retry_delay = duration(at, &raw.retry_delay)?.unwrap_or(Duration::from_secs(300));
     let timeout = duration(at, &raw.timeout)?;
-    let lease = duration(at, &raw.lease)?.unwrap_or(Schedule::LEASE);
+    let lease = lease(at, raw)?;
     let on_failure = on_failure(at, raw)?;
     Ok(Schedule {
         cron,
@@ -74,6 +74,34 @@ pub(super) fn schedule(at: &Positions, raw: &RawSchedule) -> Result<Schedule> {
         lease,
         origin: at.origin(raw.cron.span()),
     })
+}
+
+/// `lease`: at least [`Schedule::MIN_LEASE`] (a renewal is several round trips to the
+/// catalog, three per lease).
+fn lease(at: &Positions, raw: &RawSchedule) -> Result<Duration> {
+    let Some(lease) = duration(at, &raw.lease)? else {
+        return Ok(Schedule::LEASE);
+    };
+    if lease < Schedule::MIN_LEASE {
+        let span = raw
+            .lease
+            .as_ref()
+            .map(|l| l.span())
+            .unwrap_or(raw.cron.span());
+        return Err(at.error(
+            span,
+            format!(
+                "lease = {}s is too short: a scheduler renews its claim every third of it, and a renewal is several round trips to the catalog",
+                lease.as_secs_f64()
+            ),
+            Some(format!(
+                "at least {}s; the default is {}m",
+                Schedule::MIN_LEASE.as_secs(),
+                Schedule::LEASE.as_secs() / 60
+            )),
+        ));
+    }
+    Ok(lease)
 }
 
 /// `retries`: at most `MAX_RETRIES`.
