@@ -9,6 +9,8 @@
 //! - `publishing`: inside the publish transaction, after the first table pointer moved and
 //!   before the commit (embedded); after the first table moved (S3 Tables, REST table by
 //!   table); just before the multi-table commit is sent (REST with transactions);
+//! - `intent-set` (S3 Tables, REST table by table): the publish's intent is recorded on the
+//!   control table, no table has moved yet;
 //! - `version-token-read NS.TABLE` (S3 Tables): the table's version token is read and the
 //!   move that uses it not yet sent.
 //!

@@ -14,7 +14,7 @@ pub const SECRET_ENV: &str = "PIPELINE_TEST_AWS_SECRET";
 /// The secret itself: it must never appear in any output.
 pub const SECRET: &str = "moto-secret-3f9c1a7e-never-print";
 pub const KEY: &str = "AKIAPIPELINETEST";
-const REGION: &str = "us-east-1";
+pub const REGION: &str = "us-east-1";
 
 fn required_env(name: &str, what: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {

@@ -72,10 +72,17 @@ impl Publisher for JournaledPublisher {
             record: publication.record.clone(),
         };
         set_intent(remote, &intent).await?;
-        // 4. Each table, by compare-and-set.
+        pause_point("intent-set");
+        // 4. Each table, by compare-and-set. A command that found the intent pending may have
+        //    resolved it meanwhile (this publisher was slow): on S3 Tables its rollback fences
+        //    the tables still at their base, so the move below fails; a REST server's
+        //    compare-and-set cannot be fenced so, and the intent is read again first.
         let mut moved: Vec<String> = Vec::new();
         for (index, (entry, (base, new))) in intent.entries.iter().zip(&news).enumerate() {
             let table = &publication.changes[index].table;
+            if remote.kind == "rest" && !is_pending(remote, &intent).await? {
+                return outcome_of(remote, &intent, publication, index).await;
+            }
             match remote
                 .pointers
                 .swap(table, &entry.from_location, base, &entry.metadata_file, new)

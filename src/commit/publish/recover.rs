@@ -3,8 +3,13 @@
 //! tables completes it: tables still at their base move forward, and the run record is
 //! written. If a table was moved meanwhile by another writer (neither at its base nor at its
 //! target), the intent is rolled back instead: tables already moved go back to their base
-//! version, and no run record is written. Moving a table that is already at its target is a
-//! no-op, so a recovery racing the original command converges on the same outcome.
+//! version, tables still at their base are fenced (moved to a fresh copy of that very
+//! version, so that the original publisher, should it still be alive and only slow, fails the
+//! compare-and-set of its late move instead of publishing a table with no record), and no run
+//! record is written. Moving a table that is already at its target is a no-op, so a recovery
+//! racing the original command converges on the same outcome. Fencing needs a catalog whose
+//! compare-and-set pins the metadata file (S3 Tables); a REST server pins `main`'s snapshot
+//! only, so there the publisher instead reads its intent again before each table's move.
 
 use iceberg::spec::{SnapshotReference, SnapshotRetention, TableMetadata, MAIN_BRANCH};
 
@@ -71,6 +76,9 @@ enum Step {
     Forward,
     /// Move it from its target back to its base (undoing the publish).
     Back,
+    /// Move it from its base to a fresh copy of its base (undoing a publish that has not moved
+    /// it: the publisher's late move then fails).
+    Fence,
     /// Leave it as it is.
     Leave,
 }
@@ -98,7 +106,8 @@ fn position_of(
 
 /// How an intent whose tables stand at `positions` is resolved: completed (every table still
 /// at its base moves forward) unless some table is elsewhere; then rolled back (every table
-/// that reached its target moves back, the others are left as they are).
+/// that reached its target moves back, every table still at its base is fenced, the others
+/// are left as they are).
 fn resolution(positions: &[Position]) -> (bool, Vec<Step>) {
     let completed = !positions.contains(&Position::Elsewhere);
     let steps = positions
@@ -106,6 +115,7 @@ fn resolution(positions: &[Position]) -> (bool, Vec<Step>) {
         .map(|p| match (completed, p) {
             (true, Position::AtBase) => Step::Forward,
             (false, Position::AtTarget) => Step::Back,
+            (false, Position::AtBase) => Step::Fence,
             _ => Step::Leave,
         })
         .collect();
@@ -157,7 +167,8 @@ fn moved_back(
 }
 
 /// Completes `intent` (every table still at its base moves on) or, when a table is elsewhere,
-/// moves the tables that reached their target back; then clears it. Returns what it did.
+/// moves the tables that reached their target back and fences the ones still at their base;
+/// then clears it. Returns what it did.
 pub(super) async fn resolve(remote: &RemoteCatalog, intent: &Intent) -> Result<Recovery> {
     let mut tables_at = Vec::new();
     for entry in &intent.entries {
@@ -167,49 +178,8 @@ pub(super) async fn resolve(remote: &RemoteCatalog, intent: &Intent) -> Result<R
     let (completed, steps) = resolution(&positions);
     let mut tables = Vec::new();
     for ((entry, (table, _)), step) in intent.entries.iter().zip(&tables_at).zip(steps) {
-        match step {
-            Step::Forward => {
-                let base = remote.read_metadata(&entry.from_location).await?;
-                let new = remote.read_metadata(&entry.metadata_file).await?;
-                match remote
-                    .pointers
-                    .swap(table, &entry.from_location, &base, &entry.metadata_file, &new)
-                    .await?
-                {
-                    Swap::Moved(_) | Swap::AlreadyThere => tables.push(entry.table.clone()),
-                    Swap::Conflict => {
-                        return Err(Error::Catalog {
-                            catalog: remote.identity.clone(),
-                            message: format!(
-                                "table {} moved while this command completed the pending publish of run {}; the publish is still pending: run the command again to finish or undo it",
-                                entry.table,
-                                run_of(intent)
-                            ),
-                        })
-                    }
-                }
-            }
-            Step::Back => {
-                // Back to the old version, but only from our target (never over a commit made
-                // since), and as a fresh metadata file: a stale forward move expecting the old
-                // location then fails instead of redoing the publish.
-                let target = remote.read_metadata(&entry.metadata_file).await?;
-                let old = remote.read_metadata(&entry.from_location).await?;
-                let back = moved_back(&target, &old, &entry.metadata_file)?;
-                let fresh = write_next(&remote.file_io, &entry.metadata_file, &back).await?;
-                match remote
-                    .pointers
-                    .swap(table, &entry.metadata_file, &target, &fresh, &back)
-                    .await?
-                {
-                    Swap::Moved(_) | Swap::AlreadyThere => tables.push(entry.table.clone()),
-                    Swap::Conflict => tracing::warn!(
-                        table = %table,
-                        "moved by another writer while rolling back; left as that writer put it"
-                    ),
-                }
-            }
-            Step::Leave => {}
+        if take_step(remote, intent, entry, table, step).await? {
+            tables.push(entry.table.clone());
         }
     }
     finish(remote, intent, completed).await?;
@@ -218,6 +188,76 @@ pub(super) async fn resolve(remote: &RemoteCatalog, intent: &Intent) -> Result<R
         completed,
         tables,
     })
+}
+
+/// Takes `step` for `table` (`entry` of `intent`); whether the table moved back or forward.
+async fn take_step(
+    remote: &RemoteCatalog,
+    intent: &Intent,
+    entry: &IntentEntry,
+    table: &TableName,
+    step: Step,
+) -> Result<bool> {
+    match step {
+        Step::Forward => {
+            let base = remote.read_metadata(&entry.from_location).await?;
+            let new = remote.read_metadata(&entry.metadata_file).await?;
+            match remote
+                .pointers
+                .swap(table, &entry.from_location, &base, &entry.metadata_file, &new)
+                .await?
+            {
+                Swap::Moved(_) | Swap::AlreadyThere => Ok(true),
+                Swap::Conflict => Err(Error::Catalog {
+                    catalog: remote.identity.clone(),
+                    message: format!(
+                        "table {} moved while this command completed the pending publish of run {}; the publish is still pending: run the command again to finish or undo it",
+                        entry.table,
+                        run_of(intent)
+                    ),
+                }),
+            }
+        }
+        Step::Back => {
+            // Back to the old version, but only from our target (never over a commit made
+            // since), and as a fresh metadata file: a stale forward move expecting the old
+            // location then fails instead of redoing the publish.
+            let target = remote.read_metadata(&entry.metadata_file).await?;
+            let old = remote.read_metadata(&entry.from_location).await?;
+            let back = moved_back(&target, &old, &entry.metadata_file)?;
+            let fresh = write_next(&remote.file_io, &entry.metadata_file, &back).await?;
+            let swap = remote
+                .pointers
+                .swap(table, &entry.metadata_file, &target, &fresh, &back)
+                .await?;
+            moved_or_left(table, swap)
+        }
+        Step::Fence if remote.kind != "rest" => {
+            let base = remote.read_metadata(&entry.from_location).await?;
+            let fresh = write_next(&remote.file_io, &entry.from_location, &base).await?;
+            let swap = remote
+                .pointers
+                .swap(table, &entry.from_location, &base, &fresh, &base)
+                .await?;
+            moved_or_left(table, swap)?;
+            Ok(false)
+        }
+        Step::Fence | Step::Leave => Ok(false),
+    }
+}
+
+/// Whether a table moved back; one another writer moved meanwhile stays as that writer put it.
+fn moved_or_left(table: &TableName, swap: Swap) -> Result<bool> {
+    match swap {
+        Swap::Moved(_) | Swap::AlreadyThere => Ok(true),
+        Swap::Conflict => {
+            tracing::warn!(
+                table = %table,
+                "moved by another writer while rolling back; left as that writer put it"
+            );
+            Ok(false)
+        }
+    }
 }
 
 /// Completes (or, when a table moved meanwhile in a conflicting way, undoes) a publish that a
@@ -257,7 +297,7 @@ mod tests {
     use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 
     use super::Position::{AtBase, AtTarget, Elsewhere};
-    use super::Step::{Back, Forward, Leave};
+    use super::Step::{Back, Fence, Forward, Leave};
     use super::*;
     use crate::commit::fixture::{published, Warehouse, MARCH_2024};
     use crate::commit::target::TableTarget;
@@ -320,7 +360,7 @@ mod tests {
     fn a_table_another_writer_moved_rolls_the_whole_publish_back() {
         assert_eq!(
             resolution(&[AtTarget, Elsewhere, AtBase]),
-            (false, vec![Back, Leave, Leave])
+            (false, vec![Back, Leave, Fence])
         );
         assert_eq!(resolution(&[Elsewhere]), (false, vec![Leave]));
     }

@@ -1,0 +1,155 @@
+//! A table-by-table publish (S3 Tables; REST servers without multi-table commits) that another command resolves while its publisher is
+//! still alive, only slow: the publisher set its intent and froze before moving any table;
+//! meanwhile S3 Tables' own maintenance moved one of its tables, and a command that found the
+//! intent pending rolled it back. When the publisher wakes, its late move must not publish a
+//! table with no record and no intent: the rollback fenced the tables still at their base, so
+//! the move fails its compare-and-set (on REST, whose compare-and-set pins `main` only, the
+//! publisher reads its intent again before each move), and it starts over on what is there
+//! now.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::Project;
+use crate::remote::{moto, table_bucket, Rustberg, KEY, REGION, SECRET};
+
+/// S3 Tables' maintenance, as seen by the engine: `table` moved to a new metadata file.
+fn maintained_by_s3tables(arn: &str, table: &str) -> String {
+    let (ns, name) = table.split_once('.').unwrap();
+    let out = Command::new("python3")
+        .arg(crate::common::repo().join("tests/interop/move_s3table.py"))
+        .args([arn, ns, name])
+        .env("S3_ENDPOINT", moto())
+        .env("AWS_ACCESS_KEY_ID", KEY)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET)
+        .env("AWS_REGION", REGION)
+        .output()
+        .expect("python3 must be installed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Another tool's metadata-only commit to `table` of the REST catalog at `uri`.
+fn touched_on_rest(uri: &str, table: &str) {
+    let out = Command::new("python3")
+        .arg(crate::common::repo().join("tests/interop/touch_rest.py"))
+        .args([uri, table])
+        .env("S3_ENDPOINT", moto())
+        .env("AWS_ACCESS_KEY_ID", KEY)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET)
+        .env("AWS_REGION", REGION)
+        .output()
+        .expect("python3 must be installed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn on_host(p: &mut Project, dir: &tempfile::TempDir) {
+    p.env.retain(|(k, _)| k != "TMPDIR");
+    p.env
+        .push(("TMPDIR".into(), dir.path().display().to_string()));
+}
+
+fn metadata_location(p: &Project, table: &str) -> String {
+    p.json(&["describe", table])["metadata_location"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Pipeline `p`: `data/*.csv` appended to `bronze.t`, summed into `silver.s`; one day loaded.
+fn loaded() -> Project {
+    let p = Project::empty();
+    p.write(
+        "pipelines/p.toml",
+        "[pipeline]\nname = \"p\"\n\n[[ingest]]\ntable = \"bronze.t\"\nformat = \"csv\"\n\
+         path = \"data/*.csv\"\nschema = { day = \"date\", n = \"long\" }\n\n\
+         [[transform]]\ntable = \"silver.s\"\nsql = \"sql/s.sql\"\n",
+    );
+    p.write(
+        "sql/s.sql",
+        "SELECT count(*) AS days, sum(n) AS total FROM bronze.t\n",
+    );
+    p.write("data/2026-03-01.csv", "day,n\n2026-03-01,7\n");
+    p
+}
+
+#[test]
+fn on_s3tables_a_late_move_of_a_publish_rolled_back_meanwhile_publishes_nothing_unrecorded() {
+    let arn = table_bucket();
+    let p = loaded().on_s3tables_bucket(&arn);
+    late_move(p, || drop(maintained_by_s3tables(&arn, "silver.s")), true);
+}
+
+#[test]
+fn on_rest_table_by_table_a_late_move_of_a_publish_rolled_back_meanwhile_publishes_nothing_unrecorded(
+) {
+    let server = Rustberg::start();
+    let p = loaded().on_rest(&server, false);
+    let uri = server.uri.clone();
+    late_move(p, move || touched_on_rest(&uri, "silver.s"), false);
+}
+
+/// A stalls with its intent recorded; `other_writer` moves silver.s; a command on another host
+/// rolls A's publish back (fencing bronze.t where the catalog can: `fenced`); A wakes.
+fn late_move(mut p: Project, other_writer: impl FnOnce(), fenced: bool) {
+    p.json(&["run", "p"]);
+    p.write("data/2026-03-02.csv", "day,n\n2026-03-02,5\n");
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+
+    // A records its intent (bronze.t, then silver.s) and stalls before moving anything.
+    on_host(&mut p, &dir_a);
+    let bronze_base = metadata_location(&p, "bronze.t");
+    let a = p.start_paused_piped(&["run", "p", "--json"], "intent-set", p.path().join("go-a"));
+    // S3 Tables' maintenance moves silver.s; a command on another host finds A's intent
+    // pending with a table elsewhere, and rolls it back.
+    other_writer();
+    on_host(&mut p, &dir_b);
+    let out = p.run(&["maintain", "p"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("rolled back the half-done publish"), "{log}");
+    // bronze.t, still at A's base, was fenced: same rows, another metadata file.
+    if fenced {
+        assert_ne!(metadata_location(&p, "bronze.t"), bronze_base);
+    }
+    assert_eq!(p.query("SELECT sum(n) FROM bronze.t"), [[Some("7".into())]]);
+
+    // A wakes: its move of bronze.t fails, it starts over on what is there now and publishes
+    // with its record; day 2 is loaded once.
+    let (ok, log, stdout) = a.release_with_stdout();
+    assert!(ok, "{log}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["published"], true, "{stdout}");
+    assert_eq!(
+        p.query("SELECT count(*), sum(n) FROM bronze.t"),
+        [[Some("2".into()), Some("12".into())]]
+    );
+    assert_eq!(
+        p.query("SELECT days, total FROM silver.s"),
+        [[Some("2".into()), Some("12".into())]]
+    );
+    let runs = p.json(&["runs"]);
+    let ids: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&report["run_id"].as_str().unwrap()), "{runs}");
+    // Every table's current snapshot belongs to a recorded run or to the maintenance.
+    let check = p.run(&["check"]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+}
