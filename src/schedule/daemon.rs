@@ -133,11 +133,20 @@ async fn once(
     let spec = load_with_catalog(project, name, catalog)?;
     let served_at = clock.now();
     let report = serve(&spec, served_at, observer).await?;
+    let schedule = schedule_of(&spec)?;
     let wait = match &report.result {
-        TickResult::Busy { .. } | TickResult::Lost { .. } => BUSY_RETRY,
-        _ => until_next(schedule_of(&spec)?, served_at, clock.now()),
+        TickResult::Busy { by: "lease", .. } | TickResult::Lost { .. } => lease_retry(schedule),
+        TickResult::Busy { .. } => BUSY_RETRY,
+        _ => until_next(schedule, served_at, clock.now()),
     };
     Ok((report, wait))
+}
+
+/// How long to wait before looking again at a tick another scheduler claims: half a lease (at
+/// most [`BUSY_RETRY`]), so that a crashed holder's tick is taken over soon after its claim
+/// lapses, and the next tick is not missed while the holder's run goes on.
+fn lease_retry(schedule: &Schedule) -> Duration {
+    (schedule.lease / 2).min(BUSY_RETRY)
 }
 
 /// How long to sleep at `now` after serving the schedule at `served_at`: until the first tick

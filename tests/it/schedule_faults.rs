@@ -102,6 +102,25 @@ impl Daemon {
         panic!("the daemon did not pause at {point}:\n{seen}");
     }
 
+    /// The report lines printed so far (without waiting).
+    pub fn reports_so_far(&self) -> Vec<Value> {
+        self.lines
+            .try_iter()
+            .map(|line| serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")))
+            .collect()
+    }
+
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL, and waits for it to end.
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
     pub fn stderr_so_far(&self) -> String {
         self.stderr.try_iter().collect::<Vec<_>>().join("\n")
     }

@@ -50,7 +50,7 @@ fn scheduled(summed: bool) -> Project {
 }
 
 /// `pipeline schedule tick --now NOW` as host `dir` (its temp folder, so its lock folder).
-fn on_host(p: &mut Project, dir: &tempfile::TempDir) {
+pub fn on_host(p: &mut Project, dir: &tempfile::TempDir) {
     p.env.retain(|(k, _)| k != "TMPDIR");
     p.env
         .push(("TMPDIR".into(), dir.path().display().to_string()));
