@@ -37,6 +37,7 @@ mod partitioning;
 mod quarantine;
 mod remote;
 mod remote_catalogs;
+mod rest_client;
 mod retail_pipeline;
 mod retention;
 mod row_changes;

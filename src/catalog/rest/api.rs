@@ -38,6 +38,23 @@ pub(super) struct Refused {
     pub(super) message: String,
     /// The server's `error.type` (e.g. `NoSuchTableException`, `SignatureDoesNotMatch`).
     pub(super) kind: String,
+    /// Whether the server answered; `false` when the request could not be built or signed
+    /// (missing credentials), sent, or its answer read: `message` then says why, and
+    /// `status` is 503 (worth trying again) only for the code that retries.
+    pub(super) answered: bool,
+}
+
+impl Refused {
+    /// What went wrong, for messages: the server's status and words, or why no answer came.
+    pub(super) fn reason(&self) -> String {
+        if !self.answered {
+            return self.message.clone();
+        }
+        match self.kind.as_str() {
+            "" => format!("{} {}", self.status, self.message),
+            kind => format!("{} {kind}: {}", self.status, self.message),
+        }
+    }
 }
 
 impl RestApi {
@@ -104,6 +121,7 @@ impl RestApi {
             status: StatusCode::SERVICE_UNAVAILABLE,
             message,
             kind: String::new(),
+            answered: false,
         };
         let request = self
             .build(method, url, body)
@@ -115,8 +133,10 @@ impl RestApi {
             .await
             .map_err(|e| unavailable(format!("{what}: {e}")))?;
         let status = response.status();
-        let text = response
-            .text()
+        if status.is_redirection() {
+            return Err(redirected(status, &response));
+        }
+        let text = read_capped(response, MAX_BODY)
             .await
             .map_err(|e| unavailable(format!("{what}: {e}")))?;
         let parsed: Value = if text.trim().is_empty() {
@@ -134,6 +154,7 @@ impl RestApi {
                 .or_else(|| parsed["message"].as_str().map(str::to_string))
                 .unwrap_or_else(|| text.chars().take(300).collect()),
             kind: field("type").unwrap_or_default(),
+            answered: true,
         })
     }
 
@@ -180,6 +201,52 @@ impl RestApi {
     ) -> std::result::Result<Value, Refused> {
         self.send(Method::POST, &self.url(path), Some(body)).await
     }
+}
+
+/// The largest answer read from a catalog (a table's metadata with a long history is a few
+/// MiB): a bigger one is a broken or hostile server, and reading stops.
+pub(super) const MAX_BODY: usize = 128 << 20;
+
+/// A redirect, refused: it is never followed, so credentials (a token, a signature's session
+/// token, the spec's `headers`, an OAuth2 form) never go to an address the spec did not name.
+fn redirected(status: StatusCode, response: &reqwest::Response) -> Refused {
+    let to = response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|l| l.to_str().ok())
+        .unwrap_or("an address it did not give");
+    Refused {
+        status,
+        message: format!(
+            "the server redirects to {to}; redirects are not followed (credentials never go to an address the spec does not name): set `uri` to the address the catalog is served at"
+        ),
+        kind: "Redirect".into(),
+        answered: true,
+    }
+}
+
+/// The body of `response` as text, refused past `limit` bytes (without reading further).
+pub(super) async fn read_capped(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> std::result::Result<String, String> {
+    let too_big = || {
+        format!(
+            "the answer is larger than {} MiB; stopped reading it",
+            limit >> 20
+        )
+    };
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        if bytes.len() + chunk.len() > limit {
+            return Err(too_big());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Percent-encodes `text` for a URL path segment or query value: everything but the unreserved

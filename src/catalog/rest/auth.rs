@@ -7,11 +7,14 @@ use std::collections::HashMap;
 use aws_credential_types::provider::SharedCredentialsProvider;
 use serde_json::Value;
 
-use super::api::Auth;
+use super::api::{read_capped, Auth};
 use super::sigv4::SigV4;
 use crate::catalog::storage;
 use crate::error::{Error, Result};
 use crate::spec::{read_env, RestConfig};
+
+/// The largest token answer read.
+const TOKEN_BODY: usize = 1 << 20;
 
 /// The authentication of `config`'s requests, and the `FileIO` properties for its tables'
 /// files. A signing catalog resolves its AWS credentials once here, for both.
@@ -85,7 +88,15 @@ async fn oauth_token(
         .await
         .map_err(|e| format!("OAuth2 token request to {url} failed: {e}"))?;
     let status = response.status();
-    let body: Value = response.json().await.unwrap_or(Value::Null);
+    if status.is_redirection() {
+        return Err(format!(
+            "the OAuth2 token endpoint {url} redirects ({status}); redirects are not followed (the client secret never goes to an address the spec does not name): set `oauth2_server_uri` to the endpoint's own address"
+        ));
+    }
+    let text = read_capped(response, TOKEN_BODY)
+        .await
+        .map_err(|e| format!("OAuth2 token request to {url} failed: {e}"))?;
+    let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     match body["access_token"].as_str() {
         Some(t) if status.is_success() => {
             crate::secrets::register(t);

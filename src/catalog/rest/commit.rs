@@ -36,7 +36,7 @@ fn error(api: &RestApi, what: &str, refused: Refused) -> Error {
         catalog: api.uri.clone(),
         message: match api.refusal(&refused) {
             Some(refusal) => format!("{what}: {refusal}"),
-            None => format!("{what}: {} {}", refused.status, refused.message),
+            None => format!("{what}: {}", refused.reason()),
         },
     }
 }

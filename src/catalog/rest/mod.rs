@@ -10,6 +10,8 @@
 
 mod api;
 mod auth;
+#[cfg(test)]
+mod canned;
 mod commit;
 mod sigv4;
 mod tables;
@@ -34,6 +36,7 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
     let identity = config.uri.clone();
     let http = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(120))
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| Error::Catalog {
             catalog: identity.clone(),
@@ -104,11 +107,12 @@ async fn server_config(api: &RestApi, config: &RestConfig) -> Result<ServerConfi
         None => format!("{}/v1/config", config.uri),
     };
     let server = api.send(Method::GET, &url, None).await.map_err(|e| {
-        fail(api.refusal(&e).unwrap_or_else(|| {
-            format!(
-                "GET /v1/config failed ({} {}); is `uri` the catalog's base URL (without /v1)?",
-                e.status, e.message
-            )
+        fail(api.refusal(&e).unwrap_or_else(|| match e.answered {
+            true => format!(
+                "GET /v1/config failed ({}); is `uri` the catalog's base URL (without /v1)?",
+                e.reason()
+            ),
+            false => e.message.clone(),
         }))
     })?;
     let map = |key: &str| -> HashMap<String, String> {

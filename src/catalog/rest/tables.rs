@@ -86,25 +86,24 @@ impl RestTables {
             (StatusCode::CONFLICT, k) if k.contains("Namespace") => {
                 ErrorKind::NamespaceAlreadyExists
             }
+            (StatusCode::CONFLICT, _) if what.starts_with("commit") => {
+                ErrorKind::CatalogCommitConflicts
+            }
             (StatusCode::CONFLICT, _) => ErrorKind::TableAlreadyExists,
             (StatusCode::BAD_REQUEST, _) => ErrorKind::DataInvalid,
             _ => ErrorKind::Unexpected,
         };
         let message = match self.api.refusal(&r) {
             Some(refusal) => format!("catalog {}: {what}: {refusal}", self.api.uri),
-            None => {
-                let kind_text = if r.kind.is_empty() {
-                    String::new()
-                } else {
-                    format!(" {}", r.kind)
-                };
-                format!(
-                    "catalog {}: {what} was refused ({}{kind_text}: {})",
-                    self.api.uri, r.status, r.message
-                )
-            }
+            None if !r.answered => format!("catalog {}: {}", self.api.uri, r.message),
+            None => format!(
+                "catalog {}: {what} was refused ({})",
+                self.api.uri,
+                r.reason()
+            ),
         };
-        Error::new(kind, message)
+        // A commit conflict is worth trying again on a fresh load (iceberg's transactions do).
+        Error::new(kind, message).with_retryable(kind == ErrorKind::CatalogCommitConflicts)
     }
 
     async fn send(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
@@ -125,11 +124,23 @@ impl RestTables {
         }
     }
 
-    /// Every page of a listing: `field` of each response, following `next-page-token`.
+    /// Every page of a listing: `field` of each response, following `next-page-token`; a
+    /// token the server gave before (it would list forever) ends the listing with an error.
     async fn pages(&self, path: &str, field: &str) -> Result<Vec<Value>> {
         let mut out = Vec::new();
         let mut token: Option<String> = None;
+        let mut seen = std::collections::HashSet::new();
         loop {
+            if let Some(t) = token.as_ref().filter(|t| !seen.insert(t.to_string())) {
+                return Err(Error::new(
+                    ErrorKind::Unexpected,
+                    format!(
+                        "catalog {}: listing {path} went round in a circle (the server gave next-page-token `{t}` twice, after {} entries); stopped: the server's paging is broken",
+                        self.api.uri,
+                        out.len()
+                    ),
+                ));
+            }
             let page = match &token {
                 None => path.to_string(),
                 Some(t) if path.contains('?') => format!("{path}&pageToken={}", urlencode(t)),
@@ -330,9 +341,80 @@ impl Catalog for RestTables {
             "requirements": serde_json::to_value(commit.take_requirements())?,
             "updates": serde_json::to_value(commit.take_updates())?,
         });
-        let committed = self
-            .send(Method::POST, &table_path(&ident), Some(&body))
-            .await?;
+        let path = table_path(&ident);
+        let committed = match self
+            .api
+            .send(Method::POST, &self.api.url(&path), Some(&body))
+            .await
+        {
+            Ok(body) => body,
+            // 409: a requirement failed (the table moved since it was loaded).
+            Err(r) => return Err(self.refused(&format!("commit to {path}"), r)),
+        };
         self.table(ident, committed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use iceberg::transaction::{ApplyTransactionAction, Transaction};
+    use iceberg_storage_opendal::OpenDalResolvingStorageFactory;
+
+    use super::super::api::Auth;
+    use super::super::canned::{serve, Answer};
+    use super::*;
+    use crate::commit::fixture::Warehouse;
+
+    /// A catalog whose table `bronze.t` loads, and whose commits all answer 409.
+    async fn conflicting(commits: Arc<AtomicUsize>) -> RestTables {
+        let metadata = Warehouse::new().new_table("bronze", "t").metadata;
+        let loaded = json!({
+            "metadata-location": format!("{}/metadata/00000-a.metadata.json", metadata.location()),
+            "metadata": metadata,
+        })
+        .to_string();
+        let uri = serve(move |method, _| match method {
+            "POST" => {
+                commits.fetch_add(1, Ordering::SeqCst);
+                Answer(409, json!({"error": {"message": "Requirement failed: branch main has changed", "type": "CommitFailedException", "code": 409}}).to_string())
+            }
+            _ => Answer(200, loaded.clone()),
+        })
+        .await;
+        let api = RestApi::new(
+            reqwest::Client::new(),
+            uri,
+            Auth::Anonymous,
+            Default::default(),
+        );
+        RestTables {
+            api: Arc::new(api),
+            factory: Arc::new(OpenDalResolvingStorageFactory::new()),
+            file_props: HashMap::new(),
+            defaults: HashMap::new(),
+            overrides: HashMap::new(),
+            runtime: Runtime::current(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_409_on_a_table_commit_is_a_commit_conflict_that_transactions_try_again() {
+        let commits = Arc::new(AtomicUsize::new(0));
+        let catalog = conflicting(commits.clone()).await;
+        let ident = TableIdent::from_strs(["bronze", "t"]).unwrap();
+        let table = catalog.load_table(&ident).await.unwrap();
+        let tx = Transaction::new(&table);
+        let tx = tx
+            .update_table_properties()
+            .set("owner".into(), "data".into())
+            .apply(tx)
+            .unwrap();
+        let err = tx.commit(&catalog).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::CatalogCommitConflicts, "{err}");
+        assert!(err.to_string().contains("branch main has changed"), "{err}");
+        assert!(commits.load(Ordering::SeqCst) > 1, "not tried again");
     }
 }

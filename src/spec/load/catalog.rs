@@ -5,6 +5,7 @@ use std::path::Path;
 
 use toml::Spanned;
 
+use super::endpoint::check_endpoint;
 use super::position::Positions;
 use super::raw::RawCatalog;
 use crate::error::{Error, Result};
@@ -240,6 +241,10 @@ fn s3tables_rest_catalog(
     };
     let region = c.region.clone().unwrap_or(table_bucket_region(at, arn)?);
     refuse_signing(at, c, "s3tables-rest")?;
+    if let Some(uri) = &c.uri {
+        let carried = Some("a SigV4 signature and session token");
+        check_endpoint(at, uri.span(), "uri", uri.get_ref(), carried)?;
+    }
     Ok(CatalogConfig::Rest(RestConfig {
         uri: c.uri.as_ref().map_or_else(
             || format!("https://s3tables.{region}.amazonaws.com/iceberg"),
@@ -285,6 +290,10 @@ fn glue_rest_catalog(at: &Positions, c: &RawCatalog, storage: S3Storage) -> Resu
         return Err(unsupported(at, c, "table_bucket_arn", "glue-rest"));
     }
     refuse_signing(at, c, "glue-rest")?;
+    if let Some(uri) = &c.uri {
+        let carried = Some("a SigV4 signature and session token");
+        check_endpoint(at, uri.span(), "uri", uri.get_ref(), carried)?;
+    }
     Ok(CatalogConfig::Rest(RestConfig {
         uri: c.uri.as_ref().map_or_else(
             || format!("https://glue.{region}.amazonaws.com/iceberg"),
@@ -336,16 +345,40 @@ fn rest_catalog(at: &Positions, c: &RawCatalog, storage: S3Storage) -> Result<Ca
     if c.account_id.is_some() {
         return Err(unsupported(at, c, "account_id", "rest"));
     }
+    let signing = rest_signing(at, c)?;
+    let carried = if signing.is_some() {
+        Some("a SigV4 signature and session token")
+    } else if c.token_env.is_some() {
+        Some("a bearer token")
+    } else if c.credential_env.is_some() {
+        Some("an OAuth2 token")
+    } else {
+        None
+    };
+    check_endpoint(at, uri.span(), "uri", uri.get_ref(), carried)?;
+    if let Some(server) = &c.oauth2_server_uri {
+        let secret = c
+            .credential_env
+            .as_ref()
+            .map(|_| "the OAuth2 client secret");
+        check_endpoint(
+            at,
+            server.span(),
+            "oauth2_server_uri",
+            server.get_ref(),
+            secret,
+        )?;
+    }
     Ok(CatalogConfig::Rest(RestConfig {
         uri: uri.get_ref().trim_end_matches('/').to_string(),
         warehouse: c.warehouse.clone(),
         credential_env: c.credential_env.clone(),
         token_env: c.token_env.clone(),
-        oauth2_server_uri: c.oauth2_server_uri.clone(),
+        oauth2_server_uri: c.oauth2_server_uri.as_ref().map(|u| u.get_ref().clone()),
         scope: c.scope.clone(),
         headers: c.headers.clone(),
         transactions: c.transactions.unwrap_or(true),
-        signing: rest_signing(at, c)?,
+        signing,
         flavor: "rest",
         storage,
     }))

@@ -3,6 +3,7 @@
 //! shape in `raw`, and the checks that span sections in `file`.
 
 mod catalog;
+mod endpoint;
 mod engine;
 mod expect;
 mod fields;

@@ -119,7 +119,7 @@ pub(super) struct RawCatalog {
     // rest
     pub credential_env: Option<String>,
     pub token_env: Option<String>,
-    pub oauth2_server_uri: Option<String>,
+    pub oauth2_server_uri: Option<Spanned<String>>,
     pub scope: Option<String>,
     #[serde(default)]
     pub headers: std::collections::BTreeMap<String, String>,

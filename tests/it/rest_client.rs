@@ -1,0 +1,188 @@
+//! The REST catalog client against servers that misbehave (tests/servers/misbehaving_rest.py)
+//! and specs that would leak: credentials never follow a redirect, an endless answer or a
+//! listing that goes round in a circle ends with a clear error, and a spec that would send
+//! credentials in the clear or hold a password in a URL is refused with its line.
+
+use std::io::BufRead;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::Project;
+
+/// A misbehaving server, killed on drop.
+struct Misbehaving {
+    child: Child,
+    uri: String,
+    log: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Misbehaving {
+    fn start(mode: &str, to: &str) -> Misbehaving {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("requests.log");
+        let mut child = Command::new("python3")
+            .arg(crate::common::repo().join("tests/servers/misbehaving_rest.py"))
+            .args(["--mode", mode, "--to", to, "--exit-with-parent"])
+            .arg("--log")
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 must be installed");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("the server did not start: {line:?}"));
+        Misbehaving {
+            child,
+            uri: format!("http://127.0.0.1:{port}"),
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// What reached the server (`record` mode).
+    fn received(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Misbehaving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const SECRET: &str = "tok-3f9a77c1-never-leaves";
+
+/// A pipeline `p` on a REST catalog whose section holds `catalog` (TOML lines).
+fn on_catalog(catalog: &str) -> Project {
+    let mut p = Project::empty();
+    p.write(
+        "pipelines/p.toml",
+        &format!(
+            "[pipeline]\nname = \"p\"\n\n[catalog]\ntype = \"rest\"\n{catalog}\n\n[[ingest]]\ntable = \"bronze.t\"\n\
+             format = \"csv\"\npath = \"data/*.csv\"\nschema = {{ day = \"date\", n = \"long\" }}\n"
+        ),
+    );
+    p.write("data/2026-03-01.csv", "day,n\n2026-03-01,7\n");
+    p.env.push(("CATALOG_TOKEN".into(), SECRET.into()));
+    p.env
+        .push(("CATALOG_CREDENTIAL".into(), format!("client:{SECRET}")));
+    p
+}
+
+/// `pipeline ARGS`, killed (and the test failed) if it takes more than a minute.
+fn within_a_minute(p: &Project, args: &[&str]) -> Output {
+    let mut child = p
+        .command(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > until {
+            child.kill().unwrap();
+            panic!("pipeline {args:?} did not end within a minute");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stderr_of(out: &Output) -> String {
+    assert!(!out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+#[test]
+fn credentials_never_follow_a_redirect_to_another_address() {
+    let elsewhere = Misbehaving::start("record", "");
+    let redirecting = Misbehaving::start("redirect", &elsewhere.uri);
+    // A bearer token (and the spec's headers) to the catalog.
+    let p = on_catalog(&format!(
+        "uri = \"{}\"\ntoken_env = \"CATALOG_TOKEN\"\nheaders = {{ x-team = \"data\" }}",
+        redirecting.uri
+    ));
+    let err = stderr_of(&within_a_minute(&p, &["run", "p"]));
+    assert!(err.contains("redirects to"), "{err}");
+    assert!(err.contains("not followed"), "{err}");
+    assert!(!err.contains(SECRET), "{err}");
+    // An OAuth2 client secret to the token endpoint.
+    let p = on_catalog(&format!(
+        "uri = \"{}\"\ncredential_env = \"CATALOG_CREDENTIAL\"\noauth2_server_uri = \"{}/v1/oauth/tokens\"",
+        elsewhere.uri, redirecting.uri
+    ));
+    let err = stderr_of(&within_a_minute(&p, &["run", "p"]));
+    assert!(err.contains("token endpoint"), "{err}");
+    assert!(err.contains("not followed"), "{err}");
+    assert_eq!(elsewhere.received(), "", "a request followed the redirect");
+}
+
+#[test]
+fn an_endless_answer_is_cut_off_with_a_clear_error() {
+    let server = Misbehaving::start("huge", "");
+    let p = on_catalog(&format!("uri = \"{}\"", server.uri));
+    let err = stderr_of(&within_a_minute(&p, &["run", "p"]));
+    assert!(err.contains("larger than 128 MiB"), "{err}");
+}
+
+#[test]
+fn a_listing_whose_page_token_comes_back_stops_with_a_clear_error() {
+    let server = Misbehaving::start("circular", "");
+    let p = on_catalog(&format!("uri = \"{}\"", server.uri));
+    let err = stderr_of(&within_a_minute(&p, &["tables"]));
+    assert!(err.contains("went round in a circle"), "{err}");
+    assert!(err.contains("next-page-token `again`"), "{err}");
+}
+
+#[test]
+fn credentials_in_the_clear_and_passwords_in_urls_are_refused_with_the_line() {
+    let cases = [
+        (
+            "uri = \"http://10.0.0.5:8181\"\ntoken_env = \"CATALOG_TOKEN\"",
+            "pipelines/p.toml:6:7",
+            "plain http to 10.0.0.5, and the requests carry a bearer token",
+        ),
+        (
+            "uri = \"https://catalog.example.com\"\ncredential_env = \"CATALOG_CREDENTIAL\"\n\
+             oauth2_server_uri = \"http://auth.example.com/token\"",
+            "pipelines/p.toml:8:21",
+            "plain http to auth.example.com, and the requests carry the OAuth2 client secret",
+        ),
+        (
+            "uri = \"http://catalog.example.com\"\nsigning = \"sigv4\"\nregion = \"us-east-1\"",
+            "pipelines/p.toml:6:7",
+            "carry a SigV4 signature and session token",
+        ),
+        (
+            "uri = \"https://admin:hunter2-pass@catalog.example.com\"",
+            "pipelines/p.toml:6:7",
+            "must not hold a user name or password",
+        ),
+        (
+            "uri = \"ftp://catalog.example.com\"",
+            "pipelines/p.toml:6:7",
+            "must be an http or https URL",
+        ),
+    ];
+    for (catalog, at, says) in cases {
+        let p = on_catalog(catalog);
+        let (code, err) = p.fails(&["validate", "p"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(at), "{catalog}: {err}");
+        assert!(err.contains(says), "{catalog}: {err}");
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+    // Plain http to this machine is fine (a local catalog): the spec loads.
+    let p = on_catalog("uri = \"http://localhost:9\"\ntoken_env = \"CATALOG_TOKEN\"");
+    let err = stderr_of(&within_a_minute(&p, &["validate", "p"]));
+    assert!(!err.contains("plain http"), "{err}");
+    assert!(err.contains("localhost:9"), "{err}");
+}
