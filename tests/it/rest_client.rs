@@ -8,6 +8,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::Project;
+use crate::remote::{storage_settings, Rustberg};
+use crate::schedule_faults;
 
 /// A misbehaving server, killed on drop.
 struct Misbehaving {
@@ -185,4 +187,130 @@ fn credentials_in_the_clear_and_passwords_in_urls_are_refused_with_the_line() {
     let err = stderr_of(&within_a_minute(&p, &["validate", "p"]));
     assert!(!err.contains("plain http"), "{err}");
     assert!(err.contains("localhost:9"), "{err}");
+}
+
+/// The OAuth2 token endpoint in front of a rustberg requiring `KEY` (tests/servers/oauth_proxy.py).
+struct OAuthProxy {
+    child: Child,
+    uri: String,
+    log: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    _server: Rustberg,
+}
+
+const CLIENT: &str = "etl:client-secret-5e1f0c-never-leaves";
+
+impl OAuthProxy {
+    fn start(lifetime: &str, options: &[&str]) -> OAuthProxy {
+        const KEY: &str = "rb_pipelinetestkey0123456789";
+        let server = Rustberg::start_with(Some(KEY));
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("requests.log");
+        let mut child = Command::new("python3")
+            .arg(crate::common::repo().join("tests/servers/oauth_proxy.py"))
+            .args([
+                "--target",
+                &server.uri,
+                "--api-key",
+                KEY,
+                "--client",
+                CLIENT,
+            ])
+            .args(["--lifetime", lifetime, "--exit-with-parent"])
+            .args(options)
+            .arg("--log")
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 must be installed");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("the OAuth2 proxy did not start: {line:?}"));
+        OAuthProxy {
+            child,
+            uri: format!("http://127.0.0.1:{port}"),
+            log,
+            _dir: dir,
+            _server: server,
+        }
+    }
+
+    /// The proxy's log lines that start with `kind` (`token`, `ok`, `refused`).
+    fn lines(&self, kind: &str) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with(kind))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// A pipeline `p` on this catalog, reached with the client credential.
+    fn project(&self) -> Project {
+        let mut p = schedule_faults::scheduled("cron = \"0 2 * * *\"").on_catalog_section(
+            &format!(
+                "\n[catalogs.remote]\ntype = \"rest\"\nuri = \"{}\"\ncredential_env = \"CATALOG_CREDENTIAL\"\n{}",
+                self.uri,
+                storage_settings()
+            ),
+        );
+        p.env.push(("CATALOG_CREDENTIAL".into(), CLIENT.into()));
+        p
+    }
+}
+
+impl Drop for OAuthProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_oauth2_token_that_expires_during_a_run_is_renewed_before_the_publish() {
+    // Tokens live three seconds; the run stages, then waits five before publishing.
+    let proxy = OAuthProxy::start("3", &[]);
+    let p = proxy.project();
+    let gate = p.path().join("release");
+    let paused = p.start_paused(&["-vv", "run", "p"], "staged", Some(gate));
+    std::thread::sleep(Duration::from_secs(5));
+    let (ok, log) = paused.release();
+    assert!(ok, "{log}\n{:?}", proxy.lines("refused"));
+    assert_eq!(proxy.lines("refused"), Vec::<String>::new());
+    assert!(
+        proxy.lines("token").len() >= 2,
+        "{:?}",
+        proxy.lines("token")
+    );
+    assert!(
+        !log.contains("client-secret-5e1f0c"),
+        "the client secret was logged"
+    );
+    assert!(!log.contains("tok-"), "a token was logged");
+    assert_eq!(p.query("SELECT sum(n) FROM bronze.t"), [[Some("7".into())]]);
+}
+
+#[test]
+fn a_token_the_catalog_refuses_is_replaced_once_and_the_request_sent_again() {
+    let proxy = OAuthProxy::start("3600", &["--revoke-first"]);
+    let p = proxy.project();
+    let out = within_a_minute(&p, &["run", "p"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        proxy.lines("refused").len(),
+        1,
+        "{:?}",
+        proxy.lines("refused")
+    );
+    assert_eq!(proxy.lines("token").len(), 2, "{:?}", proxy.lines("token"));
+    assert_eq!(p.query("SELECT sum(n) FROM bronze.t"), [[Some("7".into())]]);
 }

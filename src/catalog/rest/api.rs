@@ -8,6 +8,7 @@ use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
+use super::oauth::OAuth2;
 use super::sigv4::SigV4;
 
 /// How requests prove who sends them.
@@ -16,6 +17,9 @@ pub(super) enum Auth {
     Anonymous,
     /// `Authorization: Bearer TOKEN`.
     Bearer(String),
+    /// `Authorization: Bearer TOKEN` with an OAuth2 token kept fresh (and replaced once when
+    /// the catalog refuses it).
+    OAuth2(OAuth2),
     /// An AWS Signature Version 4 on every request (S3 Tables, Glue, API Gateway).
     SigV4(SigV4),
 }
@@ -123,15 +127,33 @@ impl RestApi {
             kind: String::new(),
             answered: false,
         };
-        let request = self
-            .build(method, url, body)
+        let (request, token) = self
+            .build(method.clone(), url, body, None)
             .await
             .map_err(|e| unavailable(format!("{what}: {e}")))?;
-        let response = self
+        let mut response = self
             .http
             .execute(request)
             .await
             .map_err(|e| unavailable(format!("{what}: {e}")))?;
+        if let (Auth::OAuth2(oauth), Some(refused)) = (&self.auth, token) {
+            if response.status() == StatusCode::UNAUTHORIZED {
+                // The token expired early or was revoked: once more with a new one.
+                let fresh = oauth
+                    .replace(&refused)
+                    .await
+                    .map_err(|e| unavailable(format!("{what}: {e}")))?;
+                let (request, _) = self
+                    .build(method, url, body, Some(fresh))
+                    .await
+                    .map_err(|e| unavailable(format!("{what}: {e}")))?;
+                response = self
+                    .http
+                    .execute(request)
+                    .await
+                    .map_err(|e| unavailable(format!("{what}: {e}")))?;
+            }
+        }
         let status = response.status();
         if status.is_redirection() {
             return Err(redirected(status, &response));
@@ -158,13 +180,15 @@ impl RestApi {
         })
     }
 
-    /// The request with its headers, body and authentication.
+    /// The request with its headers, body and authentication (`token`, or the current
+    /// OAuth2 token), and the OAuth2 token it carries.
     async fn build(
         &self,
         method: Method,
         url: &str,
         body: Option<&Value>,
-    ) -> std::result::Result<reqwest::Request, String> {
+        token: Option<String>,
+    ) -> std::result::Result<(reqwest::Request, Option<String>), String> {
         let mut builder = self.http.request(method, url);
         for (name, value) in &self.headers {
             let name = HeaderName::try_from(name.as_str())
@@ -178,14 +202,20 @@ impl RestApi {
                 .header(CONTENT_TYPE, "application/json")
                 .body(serde_json::to_vec(body).map_err(|e| e.to_string())?);
         }
-        if let Auth::Bearer(token) = &self.auth {
-            builder = builder.bearer_auth(token);
+        let oauth = match (&self.auth, token) {
+            (Auth::OAuth2(_), Some(token)) => Some(token),
+            (Auth::OAuth2(oauth), None) => Some(oauth.token().await?),
+            _ => None,
+        };
+        match (&self.auth, &oauth) {
+            (Auth::Bearer(token), _) | (_, Some(token)) => builder = builder.bearer_auth(token),
+            _ => {}
         }
         let mut request = builder.build().map_err(|e| e.to_string())?;
         if let Auth::SigV4(signer) = &self.auth {
             signer.sign(&mut request).await?;
         }
-        Ok(request)
+        Ok((request, oauth))
     }
 
     /// `GET` of a path under the prefix.

@@ -5,16 +5,13 @@
 use std::collections::HashMap;
 
 use aws_credential_types::provider::SharedCredentialsProvider;
-use serde_json::Value;
 
-use super::api::{read_capped, Auth};
+use super::api::Auth;
+use super::oauth::OAuth2;
 use super::sigv4::SigV4;
 use crate::catalog::storage;
 use crate::error::{Error, Result};
 use crate::spec::{read_env, RestConfig};
-
-/// The largest token answer read.
-const TOKEN_BODY: usize = 1 << 20;
 
 /// The authentication of `config`'s requests, and the `FileIO` properties for its tables'
 /// files. A signing catalog resolves its AWS credentials once here, for both.
@@ -53,61 +50,14 @@ pub(super) async fn authenticate(
         .map_err(fail)?;
     match credential {
         Some(credential) => {
-            let token = oauth_token(http, config, &credential).await.map_err(fail)?;
-            Ok((Auth::Bearer(token), file_props))
+            let url = config
+                .oauth2_server_uri
+                .clone()
+                .unwrap_or_else(|| format!("{}/v1/oauth/tokens", config.uri));
+            let scope = config.scope.clone().unwrap_or_else(|| "catalog".into());
+            let oauth = OAuth2::new(http.clone(), url, &credential, scope).map_err(fail)?;
+            Ok((Auth::OAuth2(oauth), file_props))
         }
         None => Ok((Auth::Anonymous, file_props)),
-    }
-}
-
-/// OAuth2 client-credentials exchange (`credential` = `id:secret`).
-async fn oauth_token(
-    http: &reqwest::Client,
-    config: &RestConfig,
-    credential: &str,
-) -> std::result::Result<String, String> {
-    let (id, secret) = credential
-        .split_once(':')
-        .ok_or("the OAuth2 credential must be CLIENT_ID:CLIENT_SECRET")?;
-    crate::secrets::register(secret);
-    let url = config
-        .oauth2_server_uri
-        .clone()
-        .unwrap_or_else(|| format!("{}/v1/oauth/tokens", config.uri));
-    let scope = config.scope.clone().unwrap_or_else(|| "catalog".into());
-    let form = [
-        ("grant_type", "client_credentials"),
-        ("client_id", id),
-        ("client_secret", secret),
-        ("scope", &scope),
-    ];
-    let response = http
-        .post(&url)
-        .form(&form)
-        .send()
-        .await
-        .map_err(|e| format!("OAuth2 token request to {url} failed: {e}"))?;
-    let status = response.status();
-    if status.is_redirection() {
-        return Err(format!(
-            "the OAuth2 token endpoint {url} redirects ({status}); redirects are not followed (the client secret never goes to an address the spec does not name): set `oauth2_server_uri` to the endpoint's own address"
-        ));
-    }
-    let text = read_capped(response, TOKEN_BODY)
-        .await
-        .map_err(|e| format!("OAuth2 token request to {url} failed: {e}"))?;
-    let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-    match body["access_token"].as_str() {
-        Some(t) if status.is_success() => {
-            crate::secrets::register(t);
-            Ok(t.to_string())
-        }
-        _ => Err(format!(
-            "OAuth2 token request to {url} was refused ({status}): {}",
-            body["error_description"]
-                .as_str()
-                .or(body["error"].as_str())
-                .unwrap_or("no reason given")
-        )),
     }
 }

@@ -13,6 +13,7 @@ mod auth;
 #[cfg(test)]
 mod canned;
 mod commit;
+mod oauth;
 mod sigv4;
 mod tables;
 

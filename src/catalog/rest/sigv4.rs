@@ -12,7 +12,9 @@
 //!   reqwest adds `accept`, `content-length` and the like after signing.
 //!
 //! Credentials come from the spec's named variables, its AWS profile, or the standard chain,
-//! and are fetched again five minutes before they expire, so a daemon outlives an STS session.
+//! and are fetched again before they expire (five minutes, or a quarter of their life when
+//! shorter), so a daemon outlives an STS session; a failed renewal keeps credentials that are
+//! still valid, and a load never waits more than thirty seconds.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -27,8 +29,36 @@ use aws_smithy_runtime_api::client::identity::Identity;
 use reqwest::header::{HeaderName, HeaderValue};
 use tokio::sync::Mutex;
 
-/// How long before their expiry credentials are fetched again.
+/// At most this long before their expiry credentials are fetched again (a quarter of their
+/// life when that is shorter, so credentials issued for minutes are not fetched on every
+/// request).
 const REFRESH_BEFORE: Duration = Duration::from_secs(300);
+/// The longest a credential load may take (the AWS chain may ask a metadata service that
+/// does not answer); requests wait for it, since it holds the signer's lock.
+const LOAD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Credentials and when they were loaded.
+#[derive(Clone)]
+struct Loaded {
+    credentials: Credentials,
+    at: SystemTime,
+}
+
+impl Loaded {
+    /// Whether they should be loaded again at `now`.
+    fn due(&self, now: SystemTime) -> bool {
+        let Some(expiry) = self.credentials.expiry() else {
+            return false;
+        };
+        let life = expiry.duration_since(self.at).unwrap_or_default();
+        now + (life / 4).min(REFRESH_BEFORE) >= expiry
+    }
+
+    /// Whether they can still sign at `now`.
+    fn valid(&self, now: SystemTime) -> bool {
+        self.credentials.expiry().is_none_or(|at| now < at)
+    }
+}
 
 /// Signs requests for one service in one region.
 pub(in crate::catalog) struct SigV4 {
@@ -37,7 +67,8 @@ pub(in crate::catalog) struct SigV4 {
     region: String,
     /// The signing name: `s3tables`, `glue`, `execute-api`.
     service: String,
-    cached: Arc<Mutex<Option<Credentials>>>,
+    cached: Arc<Mutex<Option<Loaded>>>,
+    load_timeout: Duration,
 }
 
 impl SigV4 {
@@ -51,34 +82,56 @@ impl SigV4 {
             region,
             service,
             cached: Arc::new(Mutex::new(None)),
+            load_timeout: LOAD_TIMEOUT,
         }
     }
 
-    /// The credentials to sign with: the cached ones unless they expire within five minutes.
+    /// The credentials to sign with: the cached ones unless they are due for renewal; when a
+    /// renewal fails (or takes longer than the load timeout), the cached ones as long as they
+    /// have not expired.
     async fn credentials(&self) -> Result<Credentials, String> {
         let mut cached = self.cached.lock().await;
-        let fresh = |c: &Credentials| {
-            c.expiry()
-                .is_none_or(|at| at > SystemTime::now() + REFRESH_BEFORE)
-        };
-        if let Some(c) = cached.as_ref().filter(|c| fresh(c)) {
-            return Ok(c.clone());
+        let now = SystemTime::now();
+        if let Some(c) = cached.as_ref().filter(|c| !c.due(now)) {
+            return Ok(c.credentials.clone());
         }
-        let credentials = self.provider.provide_credentials().await.map_err(|e| {
-            format!(
-                "no AWS credentials to sign catalog requests with: {e}; set them in the environment (AWS_ACCESS_KEY_ID, ...), a profile, or name variables with access_key_id_env / secret_access_key_env"
-            )
-        })?;
-        crate::secrets::register(credentials.secret_access_key());
-        if let Some(token) = credentials.session_token() {
+        let loaded = match tokio::time::timeout(
+            self.load_timeout,
+            self.provider.provide_credentials(),
+        )
+        .await
+        {
+            Ok(Ok(credentials)) => credentials,
+            failed => {
+                let why = match failed {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => format!(
+                        "loading them took more than {}s",
+                        self.load_timeout.as_secs_f32()
+                    ),
+                };
+                if let Some(c) = cached.as_ref().filter(|c| c.valid(SystemTime::now())) {
+                    tracing::warn!("AWS credentials for catalog signing could not be renewed ({why}); the current ones are still valid and are kept");
+                    return Ok(c.credentials.clone());
+                }
+                return Err(format!(
+                    "AWS credentials to sign catalog requests with are missing: {why}; set them in the environment (AWS_ACCESS_KEY_ID, ...), a profile, or name variables with access_key_id_env / secret_access_key_env"
+                ));
+            }
+        };
+        crate::secrets::register(loaded.secret_access_key());
+        if let Some(token) = loaded.session_token() {
             crate::secrets::register(token);
         }
         tracing::debug!(
-            expiry = ?credentials.expiry(),
+            expiry = ?loaded.expiry(),
             "AWS credentials for catalog signing (re)loaded"
         );
-        *cached = Some(credentials.clone());
-        Ok(credentials)
+        *cached = Some(Loaded {
+            credentials: loaded.clone(),
+            at: now,
+        });
+        Ok(loaded)
     }
 
     /// Adds the signature headers (`authorization`, `x-amz-date`, `x-amz-content-sha256`,
@@ -140,11 +193,14 @@ mod tests {
 
     use super::*;
 
-    /// Hands out credentials valid for `valid_for`, counting how often it is asked.
+    /// Hands out credentials valid for `valid_for`, counting how often it is asked; from the
+    /// call numbered `fails_from` on it fails (`hangs`: never answers).
     #[derive(Debug)]
     struct Counting {
         calls: Arc<AtomicUsize>,
         valid_for: Duration,
+        fails_from: usize,
+        hangs: bool,
     }
 
     impl ProvideCredentials for Counting {
@@ -153,6 +209,16 @@ mod tests {
             Self: 'a,
         {
             let n = self.calls.fetch_add(1, Ordering::SeqCst);
+            if n >= self.fails_from && self.hangs {
+                return future::ProvideCredentials::new(std::future::pending());
+            }
+            if n >= self.fails_from {
+                return future::ProvideCredentials::ready(Err(
+                    aws_credential_types::provider::error::CredentialsError::not_loaded(
+                        "the chain is down",
+                    ),
+                ));
+            }
             future::ProvideCredentials::ready(Ok(Credentials::new(
                 format!("AKIDTEST{n}"),
                 "test-secret-never-print",
@@ -163,16 +229,36 @@ mod tests {
         }
     }
 
-    fn signer(valid_for: Duration) -> (SigV4, Arc<AtomicUsize>) {
+    fn failing_signer(
+        valid_for: Duration,
+        fails_from: usize,
+        hangs: bool,
+    ) -> (SigV4, Arc<AtomicUsize>) {
         let calls = Arc::new(AtomicUsize::new(0));
         let provider = SharedCredentialsProvider::new(Counting {
             calls: calls.clone(),
             valid_for,
+            fails_from,
+            hangs,
         });
-        (
-            SigV4::new(provider, "eu-west-1".into(), "glue".into()),
-            calls,
-        )
+        let mut signer = SigV4::new(provider, "eu-west-1".into(), "glue".into());
+        signer.load_timeout = Duration::from_millis(300);
+        (signer, calls)
+    }
+
+    fn signer(valid_for: Duration) -> (SigV4, Arc<AtomicUsize>) {
+        failing_signer(valid_for, usize::MAX, false)
+    }
+
+    fn key_of(r: &reqwest::Request) -> String {
+        let auth = r.headers()["authorization"].to_str().unwrap();
+        auth.split("Credential=")
+            .nth(1)
+            .unwrap()
+            .split('/')
+            .next()
+            .unwrap()
+            .to_string()
     }
 
     fn request(body: &str) -> reqwest::Request {
@@ -210,11 +296,44 @@ mod tests {
             lasting.sign(&mut request("")).await.unwrap();
         }
         assert_eq!(calls.load(Ordering::SeqCst), 1);
-        // Credentials expiring within five minutes are replaced before every use.
-        let (expiring, calls) = signer(Duration::from_secs(120));
+        // Credentials issued for two minutes are kept until the last 30 s of their life, not
+        // fetched again for every request.
+        let (short, calls) = signer(Duration::from_secs(120));
         for _ in 0..3 {
-            expiring.sign(&mut request("")).await.unwrap();
+            short.sign(&mut request("")).await.unwrap();
         }
-        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        // Two-second credentials are fetched again in their last half second.
+        let (brief, calls) = signer(Duration::from_secs(2));
+        brief.sign(&mut request("")).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1600)).await;
+        let mut r = request("");
+        brief.sign(&mut r).await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        assert_eq!(key_of(&r), "AKIDTEST1");
+    }
+
+    #[tokio::test]
+    async fn a_failed_or_hanging_renewal_keeps_credentials_still_valid_and_says_when_none_are() {
+        for hangs in [false, true] {
+            let (signer, calls) = failing_signer(Duration::from_secs(2), 1, hangs);
+            signer.sign(&mut request("")).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(1600)).await;
+            // Due for renewal, which fails: the first key, still valid, signs.
+            let mut r = request("");
+            signer.sign(&mut r).await.unwrap();
+            assert_eq!(key_of(&r), "AKIDTEST0");
+            assert_eq!(calls.load(Ordering::SeqCst), 2);
+            // Expired, and no new ones: an error that says so, in bounded time.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let started = std::time::Instant::now();
+            let err = signer.sign(&mut request("")).await.unwrap_err();
+            assert!(
+                err.contains("AWS credentials to sign catalog requests with are missing"),
+                "{err}"
+            );
+            assert!(started.elapsed() < Duration::from_secs(5));
+            assert!(!err.contains("test-secret"), "{err}");
+        }
     }
 }
