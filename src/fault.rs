@@ -63,7 +63,7 @@ fn panic_point(point: &str) {
 pub async fn pause_point_async(point: &str) {
     panic_point(point);
     if std::env::var(PAUSE_AT).is_ok_and(|v| v == point) {
-        eprintln!("pipeline: paused at {point} ({PAUSE_AT})");
+        tell!("pipeline: paused at {point} ({PAUSE_AT})");
         let until = std::env::var_os(PAUSE_UNTIL).map(std::path::PathBuf::from);
         loop {
             match &until {
@@ -80,7 +80,7 @@ pub async fn pause_point_async(point: &str) {
 pub fn pause_point(point: &str) {
     panic_point(point);
     if std::env::var(PAUSE_AT).is_ok_and(|v| v == point) {
-        eprintln!("pipeline: paused at {point} ({PAUSE_AT})");
+        tell!("pipeline: paused at {point} ({PAUSE_AT})");
         let until = std::env::var_os(PAUSE_UNTIL).map(std::path::PathBuf::from);
         loop {
             match &until {

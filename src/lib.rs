@@ -30,6 +30,8 @@
 //! [`commit`] (staged snapshots) -> [`quality`] (audit) -> [`commit::publish`] (one atomic
 //! publish with the run record), driven by [`run`] on the skeleton of [`operation`].
 
+#[macro_use]
+pub mod secrets;
 pub mod catalog;
 pub mod cli;
 pub mod cluster;
@@ -53,7 +55,6 @@ pub mod records;
 pub mod rollback;
 pub mod run;
 pub mod schedule;
-pub mod secrets;
 pub mod spec;
 pub mod transform;
 pub mod write;

@@ -151,14 +151,14 @@ fn insert_credentials(
     secret_access_key: &str,
     session_token: Option<&str>,
 ) {
-    crate::secrets::register(secret_access_key);
+    crate::secrets::register_rotating(secret_access_key);
     props.insert(S3_ACCESS_KEY_ID.to_string(), access_key_id.to_string());
     props.insert(
         S3_SECRET_ACCESS_KEY.to_string(),
         secret_access_key.to_string(),
     );
     if let Some(token) = session_token {
-        crate::secrets::register(token);
+        crate::secrets::register_rotating(token);
         props.insert(S3_SESSION_TOKEN.to_string(), token.to_string());
     }
 }

@@ -88,7 +88,7 @@ pub async fn orphans(
             age,
             wait.lock_wait(),
             &|pipeline, holder| {
-                eprintln!("  waiting   for the run of {pipeline} in progress to finish ({holder})")
+                tell!("  waiting   for the run of {pipeline} in progress to finish ({holder})")
             },
         )
         .await?
@@ -119,7 +119,7 @@ pub async fn orphans(
 /// `[maintenance] after_run`.
 pub fn print_maintenance(report: &MaintainReport, as_json: bool) {
     if as_json {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(report).unwrap_or_default()
         );
@@ -130,7 +130,7 @@ pub fn print_maintenance(report: &MaintainReport, as_json: bool) {
         .iter()
         .map(|t| maintenance_row(report, t))
         .collect();
-    println!("\n{}\n", maintenance_title(report));
+    say!("\n{}\n", maintenance_title(report));
     let head: Vec<String> = [
         "table",
         "data files",
@@ -143,12 +143,12 @@ pub fn print_maintenance(report: &MaintainReport, as_json: bool) {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    print!("{}", render_table(&head, &rows));
+    say_raw!("{}", render_table(&head, &rows));
     for t in &report.tables {
         print_table_notes(t);
     }
     if let Some(undo) = &report.undo {
-        println!("undo the compactions: {undo}");
+        say!("undo the compactions: {undo}");
     }
 }
 
@@ -208,19 +208,20 @@ fn maintenance_title(report: &MaintainReport) -> String {
 /// What else happened to one table: partitions skipped, a note, files left undeleted.
 fn print_table_notes(t: &TableMaintenance) {
     if !t.skipped_partitions.is_empty() {
-        println!(
+        say!(
             "{}: partitions left as they were (another writer changed their files meanwhile): {}",
             t.table,
             t.skipped_partitions.join(", ")
         );
     }
     if let Some(note) = &t.note {
-        println!("{}: {note}", t.table);
+        say!("{}: {note}", t.table);
     }
     if t.undeleted_files > 0 {
-        println!(
+        say!(
             "{}: {} files could not be deleted; `pipeline orphans` lists them",
-            t.table, t.undeleted_files
+            t.table,
+            t.undeleted_files
         );
     }
 }
@@ -241,7 +242,7 @@ pub fn outside_message(outside: &[OutsideTable]) -> String {
 /// `pipeline orphans`: the unreferenced files, and the tables that could not be read.
 fn print_orphans(found: &Orphans, deleted: bool, as_json: bool) {
     if as_json {
-        println!(
+        say!(
             "{}",
             serde_json::json!({
                 "orphans": found.orphans,
@@ -262,27 +263,28 @@ fn print_orphans(found: &Orphans, deleted: bool, as_json: bool) {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    print!("{}", render_table(&head, &rows));
+    say_raw!("{}", render_table(&head, &rows));
     let total: u64 = found.orphans.iter().map(|o| o.bytes).sum();
     let verb = if deleted {
         "deleted"
     } else {
         "unreferenced (run with --delete to remove)"
     };
-    println!(
+    say!(
         "{} files, {total} bytes {verb}",
         found.orphans.len() - found.kept.len()
     );
     for k in &found.kept {
-        println!("kept {}: {}", k.path, k.why);
+        say!("kept {}: {}", k.path, k.why);
     }
     for d in &found.damaged {
-        println!("skipped {} (cannot be read): {}", d.table, d.problem);
+        say!("skipped {} (cannot be read): {}", d.table, d.problem);
     }
     for t in &found.outside {
-        println!(
+        say!(
             "skipped {} (its location {} lies outside the warehouse)",
-            t.table, t.location
+            t.table,
+            t.location
         );
     }
 }

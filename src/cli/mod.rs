@@ -39,14 +39,14 @@ pub fn main() -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            tell!("error: cannot start the async runtime: {e}");
             return ExitCode::from(1);
         }
     };
     match runtime.block_on(command::execute(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", escape_message(&redact(&e.to_string())));
+            tell!("error: {}", escape_message(&redact(&e.to_string())));
             ExitCode::from(e.exit_code())
         }
     }

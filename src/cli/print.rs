@@ -20,7 +20,7 @@ use crate::spec::{ColumnRef, Pipeline};
 /// `value` as pretty JSON on stdout (a closed stdout is not an error: nobody reads it).
 pub(super) fn json(value: &impl Serialize) {
     let text = serde_json::to_string_pretty(value).unwrap_or_default();
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    let _ = writeln!(crate::secrets::stdout(), "{text}");
 }
 
 pub(super) fn strings(items: &[&str]) -> Vec<String> {
@@ -49,7 +49,7 @@ pub fn run(report: &RunReport, as_json: bool) {
             ]
         })
         .collect();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secrets::stdout();
     let on_cluster: Vec<&str> = report
         .jobs
         .iter()
@@ -98,7 +98,7 @@ pub fn run(report: &RunReport, as_json: bool) {
     }
     if let Some(e) = &report.maintenance_error {
         let _ = writeln!(
-            std::io::stdout().lock(),
+            crate::secrets::stdout(),
             "\nmaintenance after the run failed (the run is published): {e}"
         );
     }
@@ -109,7 +109,7 @@ pub fn backfill_plan(planned: &[PlannedTable], as_json: bool) {
     if as_json {
         return json(&planned);
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secrets::stdout();
     let _ = writeln!(out, "backfill plan (nothing has been changed):\n");
     for t in planned {
         let _ = writeln!(out, "{}: {}", t.table, t.action);
@@ -150,13 +150,13 @@ pub fn validate(spec: &Pipeline, v: &Validated, as_json: bool) {
                 serde_json::json!({"job": kind, "table": table, "inputs": inputs})
             })
             .collect();
-        println!(
+        say!(
             "{}",
             serde_json::json!({"pipeline": spec.name, "valid": true, "jobs_in_order": order, "jobs": detail})
         );
         return;
     }
-    println!(
+    say!(
         "pipeline {} is valid: {} ingest and {} transform jobs",
         spec.name,
         spec.ingests.len(),
@@ -164,9 +164,9 @@ pub fn validate(spec: &Pipeline, v: &Validated, as_json: bool) {
     );
     for (kind, table, inputs) in &jobs {
         if inputs.is_empty() {
-            println!("  {kind:<9} {table}");
+            say!("  {kind:<9} {table}");
         } else {
-            println!("  {kind:<9} {table}  <- {}", inputs.join(", "));
+            say!("  {kind:<9} {table}  <- {}", inputs.join(", "));
         }
     }
 }
@@ -176,16 +176,16 @@ pub fn schema_plan(plan: &SchemaPlan, as_json: bool) {
     if as_json {
         return json(plan);
     }
-    print!("{}", render_text(plan));
+    say_raw!("{}", render_text(plan));
 }
 
 /// `pipeline lineage`: the trees of `roots` in `format` (JSON with `--json`).
 pub fn lineage(lineage: &PipelineLineage, roots: &[ColumnRef], format: &str, as_json: bool) {
     let format = if as_json { "json" } else { format };
     let format = LineageFormat::parse(format).unwrap_or(LineageFormat::Text);
-    print!("{}", render(lineage, roots, format));
+    say_raw!("{}", render(lineage, roots, format));
     if format == LineageFormat::Json {
-        println!();
+        say!();
     }
 }
 
@@ -214,7 +214,7 @@ pub fn tables(tables: &[TableSummary], as_json: bool) {
             ],
         })
         .collect();
-    print!(
+    say_raw!(
         "{}",
         render_table(
             &strings(&["table", "rows", "files", "snapshot", "last run"]),
@@ -240,7 +240,7 @@ pub fn files(files: &[FileInfo], as_json: bool) {
             ]
         })
         .collect();
-    print!(
+    say_raw!(
         "{}",
         render_table(
             &strings(&["partition", "rows", "bytes", "added by", "path"]),
@@ -254,26 +254,28 @@ pub fn describe(info: &TableInfo, as_json: bool) {
     if as_json {
         return json(info);
     }
-    println!("table:            {}", info.table);
-    println!("location:         {}", info.location);
-    println!("metadata:         {}", info.metadata_location);
-    println!("format version:   {}", info.format_version);
-    println!(
+    say!("table:            {}", info.table);
+    say!("location:         {}", info.location);
+    say!("metadata:         {}", info.metadata_location);
+    say!("format version:   {}", info.format_version);
+    say!(
         "current snapshot: {}",
         info.current_snapshot_id
             .map(|s| s.to_string())
             .unwrap_or("(none)".into())
     );
-    println!("rows:             {}", info.rows);
-    println!(
+    say!("rows:             {}", info.rows);
+    say!(
         "data files:       {} ({} bytes)",
-        info.data_files, info.bytes
+        info.data_files,
+        info.bytes
     );
-    println!(
+    say!(
         "metadata:         {} snapshots, {} manifests in the current one",
-        info.snapshots, info.manifests
+        info.snapshots,
+        info.manifests
     );
-    println!(
+    say!(
         "partitioned by:   {}",
         if info.partition_spec.is_empty() {
             "(unpartitioned)".to_string()
@@ -281,7 +283,7 @@ pub fn describe(info: &TableInfo, as_json: bool) {
             info.partition_spec.join(", ")
         }
     );
-    println!();
+    say!();
     let rows: Vec<Vec<String>> = info
         .columns
         .iter()
@@ -294,7 +296,7 @@ pub fn describe(info: &TableInfo, as_json: bool) {
             ]
         })
         .collect();
-    print!(
+    say_raw!(
         "{}",
         render_table(&strings(&["id", "column", "type", "nullability"]), &rows)
     );
@@ -319,7 +321,7 @@ pub fn history(snapshots: &[SnapshotInfo], as_json: bool) {
             ]
         })
         .collect();
-    print!(
+    say_raw!(
         "{}",
         render_table(
             &strings(&[
@@ -357,7 +359,7 @@ pub fn check(checked: &[TableCheck], as_json: bool) {
             ]
         })
         .collect();
-    print!(
+    say_raw!(
         "{}",
         render_table(
             &strings(&["table", "status", "files checked", "snapshot"]),
@@ -366,19 +368,19 @@ pub fn check(checked: &[TableCheck], as_json: bool) {
     );
     for t in checked.iter() {
         if let Some(root) = &t.outside_warehouse {
-            println!(
+            say!(
                 "\n{}: its files lie outside this catalog's warehouse {root}; commands that change or delete files refuse it",
                 t.table
             );
         }
     }
     for t in checked.iter().filter(|t| !t.intact()) {
-        println!("\n{}:", t.table);
+        say!("\n{}:", t.table);
         for p in &t.problems {
-            println!("  {}: {}", p.file, p.problem);
+            say!("  {}: {}", p.file, p.problem);
         }
         if let Some(run) = &t.run {
-            println!(
+            say!(
                 "  its current snapshot was written by run {run}: `pipeline rollback {run}` returns the table to the snapshot before it"
             );
         }
@@ -388,11 +390,11 @@ pub fn check(checked: &[TableCheck], as_json: bool) {
 /// `pipeline query`: an aligned table, or JSON whose values keep their types.
 pub fn query(schema: &Schema, batches: &[RecordBatch], as_json: bool) -> Result<()> {
     if as_json {
-        println!("{}", batches_to_json(schema, batches)?);
+        say!("{}", batches_to_json(schema, batches)?);
     } else {
         let rows = batches_to_rows(schema, batches)?;
-        print!("{}", rows.to_table());
-        println!("({} rows)", rows.rows.len());
+        say_raw!("{}", rows.to_table());
+        say!("({} rows)", rows.rows.len());
     }
     Ok(())
 }
@@ -402,7 +404,7 @@ pub fn docs(site: &crate::docs::SiteReport, as_json: bool) {
     if as_json {
         return json(site);
     }
-    println!(
+    say!(
         "wrote {} pages ({} tables, {} runs) to {}\nopen {}",
         site.pages,
         site.tables,
@@ -418,9 +420,9 @@ pub fn row_change(table: &crate::spec::TableName, change: &crate::dml::RowChange
         return json(change);
     }
     match &change.record {
-        None => println!("no row of {table} matches: nothing was changed"),
+        None => say!("no row of {table} matches: nothing was changed"),
         Some(record) => {
-            println!(
+            say!(
             "run {}: {} {} rows of {table}, rewriting {} of its {} data files ({} bytes); undo: {}",
             record.run_id,
             if change.statement == "delete" { "deleted" } else { "updated" },
@@ -455,7 +457,7 @@ pub fn erase(report: &crate::erase::EraseReport, as_json: bool) {
             ]
         })
         .collect();
-    print!(
+    say_raw!(
         "{}",
         crate::output::render_table(
             &strings(&[
@@ -470,10 +472,10 @@ pub fn erase(report: &crate::erase::EraseReport, as_json: bool) {
         )
     );
     for t in &report.without_subject {
-        println!("{t}: does not hold the subject");
+        say!("{t}: does not hold the subject");
     }
     for t in &receipt.recomputed {
-        println!("{t}: recomputed from the erased tables in the same publish");
+        say!("{t}: recomputed from the erased tables in the same publish");
     }
     for s in &receipt.sources {
         let state = if s.rewritten {
@@ -481,17 +483,17 @@ pub fn erase(report: &crate::erase::EraseReport, as_json: bool) {
         } else {
             "still holds them (--rewrite-sources rewrites it)"
         };
-        println!("landing file {}: {} record(s), {state}", s.path, s.records);
+        say!("landing file {}: {} record(s), {state}", s.path, s.records);
     }
     for t in &receipt.not_searched {
-        println!("{t}");
+        say!("{t}");
     }
     match (&report.record, report.planned_only) {
-        (_, true) => println!("plan only: nothing was changed"),
-        (None, false) => println!("no row matches: nothing was changed"),
-        (Some(r), false) => println!("run {}: erased; undo: {}", r.run_id, r.undo),
+        (_, true) => say!("plan only: nothing was changed"),
+        (None, false) => say!("no row matches: nothing was changed"),
+        (Some(r), false) => say!("run {}: erased; undo: {}", r.run_id, r.undo),
     }
-    println!("history: {}", receipt.history);
+    say!("history: {}", receipt.history);
     if let Some(p) = &report.purge {
         let (snapshots, files, bytes) = p.tables.iter().fold((0, 0, 0), |(s, f, b), t| {
             (
@@ -500,7 +502,7 @@ pub fn erase(report: &crate::erase::EraseReport, as_json: bool) {
                 b + t.deleted_bytes,
             )
         });
-        println!(
+        say!(
             "purged (run {}): {snapshots} snapshot(s) expired, {files} file(s) deleted ({bytes} bytes)",
             p.run_id.as_deref().unwrap_or("none: nothing to expire")
         );

@@ -34,11 +34,11 @@ pub fn rollback_plan(report: &RollbackReport, as_json: bool) {
             ]
         })
         .collect();
-    println!(
+    say!(
         "rolling back run {} would (nothing was changed):",
         report.rolls_back
     );
-    print!(
+    say_raw!(
         "{}",
         render_table(
             &[
@@ -54,7 +54,7 @@ pub fn rollback_plan(report: &RollbackReport, as_json: bool) {
     );
     let dropped = report.dropped();
     if !dropped.is_empty() {
-        println!("drops {}: {}", dropped.len(), dropped.join(", "));
+        say!("drops {}: {}", dropped.len(), dropped.join(", "));
     }
 }
 
@@ -62,41 +62,42 @@ pub fn record(run: &RunRecord, as_json: bool) {
     if as_json {
         return json(run);
     }
-    println!("run:          {}", run.run_id);
-    println!("pipeline:     {}", run.pipeline);
-    println!("kind:         {}", run.kind);
+    say!("run:          {}", run.run_id);
+    say!("pipeline:     {}", run.pipeline);
+    say!("kind:         {}", run.kind);
     if let Some(id) = &run.rolls_back {
-        println!("rolls back:   {id}");
+        say!("rolls back:   {id}");
     }
     if let Some(tick) = &run.tick {
-        println!("tick:         {tick} (scheduled)");
+        say!("tick:         {tick} (scheduled)");
     }
     if let Some(error) = &run.error {
-        println!("FAILED:       {error}");
+        say!("FAILED:       {error}");
     }
-    println!("started at:   {}", run.started_at);
-    println!("published at: {}", run.finished_at);
+    say!("started at:   {}", run.started_at);
+    say!("published at: {}", run.finished_at);
     if !run.invocation.user.is_empty() {
-        println!(
+        say!(
             "by:           {} on {}",
-            run.invocation.user, run.invocation.host
+            run.invocation.user,
+            run.invocation.host
         );
     }
     if let Some(client) = &run.invocation.client {
-        println!("via:          MCP client {client}");
+        say!("via:          MCP client {client}");
     }
     if let Some(reason) = &run.invocation.reason {
-        println!("reason:       {reason}");
+        say!("reason:       {reason}");
     }
     if !run.invocation.command.is_empty() {
-        println!("command:      {}", run.invocation.command.join(" "));
+        say!("command:      {}", run.invocation.command.join(" "));
     }
-    println!(
+    say!(
         "undo with:    {}",
         run.undo_command()
             .unwrap_or_else(|| "(nothing to undo: the run changed no table)".into())
     );
-    println!();
+    say!();
     let show = |s: Option<i64>| s.map_or_else(|| "(none)".to_string(), |s| s.to_string());
     let rows: Vec<Vec<String>> = run
         .tables
@@ -111,7 +112,7 @@ pub fn record(run: &RunRecord, as_json: bool) {
             ]
         })
         .collect();
-    print!(
+    say_raw!(
         "{}",
         render_table(
             &strings(&[
@@ -138,11 +139,11 @@ pub fn record_with_purges(run: &RunRecord, purges: &[RunRecord], as_json: bool) 
     }
     record(run, false);
     for purge in purges {
-        println!();
-        println!("purged by run {}:", purge.run_id);
+        say!();
+        say!("purged by run {}:", purge.run_id);
         for t in &purge.tables {
             if let Some(e) = &t.expired {
-                println!(
+                say!(
                     "  {}: {} snapshot(s) expired; {} data file(s) ({} bytes), {} file(s) in all, freed",
                     t.table, e.snapshots, e.data_files, e.data_bytes, e.files
                 );
@@ -178,7 +179,7 @@ pub fn runs(runs: &[RunRecord], as_json: bool) {
             ]
         })
         .collect();
-    print!(
+    say_raw!(
         "{}",
         render_table(
             &strings(&[

@@ -25,34 +25,35 @@ impl Progress {
 
 impl Observer for Progress {
     fn job_started(&self, job: JobKind, table: &TableName) {
-        eprintln!("  started   {job:<9} {table}");
+        tell!("  started   {job:<9} {table}");
     }
     fn job_progress(&self, table: &TableName, rows: u64, seconds: f64) {
         let _ = self.tty;
-        eprintln!("  running   {table}: {rows} rows after {seconds:.0}s");
+        tell!("  running   {table}: {rows} rows after {seconds:.0}s");
     }
     fn job_finished(&self, r: &JobReport) {
         if r.job == JobKind::Ingest && r.rows_in == 0 && r.already_loaded > 0 {
-            eprintln!(
+            tell!(
                 "  finished  ingest    {}: nothing new ({} files already loaded)",
-                r.table, r.already_loaded
+                r.table,
+                r.already_loaded
             );
             return;
         }
         if r.action == JobAction::Transform(Scope::UpToDate) {
-            eprintln!(
+            tell!(
                 "  finished  transform {}: up to date (inputs and SQL unchanged)",
                 r.table
             );
             return;
         }
-        eprintln!(
+        tell!(
             "  finished  {:<9} {}: {}; {} rows in, {} rows out, {} quarantined, {} files, {} bytes, {:.2}s",
             r.job, r.table, r.action, r.rows_in, r.rows_out, r.quarantined, r.files, r.bytes, r.seconds
         );
     }
     fn recovered(&self, what: &str) {
-        eprintln!("  recovered {what}");
+        tell!("  recovered {what}");
     }
     fn checked(&self, r: &QualityResult) {
         let verdict = match (r.passed, r.action) {
@@ -61,31 +62,31 @@ impl Observer for Progress {
             (false, ExpectAction::Drop) => "rows dropped",
             (false, ExpectAction::Fail) => "FAILED",
         };
-        eprintln!(
+        tell!(
             "  check     {} {}: {verdict} ({})",
-            r.table, r.name, r.detail
+            r.table,
+            r.name,
+            r.detail
         );
         if !r.passed && r.action == ExpectAction::Warn {
             for row in &r.sample {
-                eprintln!("              {row}");
+                tell!("              {row}");
             }
         }
     }
     fn rebasing(&self, table: &TableName, attempt: u32) {
-        eprintln!(
-            "  conflict  {table}: another writer committed first; rebasing (attempt {attempt})"
-        );
+        tell!("  conflict  {table}: another writer committed first; rebasing (attempt {attempt})");
     }
     fn warning(&self, what: &str) {
-        eprintln!("  warning   {what}");
+        tell!("  warning   {what}");
     }
     fn waiting_for(&self, holder: &str) {
-        eprintln!("  waiting   another run of this pipeline is in progress ({holder})");
+        tell!("  waiting   another run of this pipeline is in progress ({holder})");
     }
     fn maintaining(&self, table: &TableName, what: &str) {
-        eprintln!("  maintain  {table}: {what}");
+        tell!("  maintain  {table}: {what}");
     }
     fn publishing(&self, tables: usize) {
-        eprintln!("  publishing {tables} tables");
+        tell!("  publishing {tables} tables");
     }
 }

@@ -33,7 +33,7 @@ pub async fn execute(
         ScheduleAction::Tick { .. } => tick(&specs, &clock, as_json).await,
         ScheduleAction::Run { .. } => {
             let names = specs.iter().map(|s| s.name.clone()).collect();
-            eprintln!(
+            tell!(
                 "  scheduler for {} (SIGTERM or Ctrl-C: finish the run in progress, then stop)",
                 specs
                     .iter()
@@ -57,7 +57,7 @@ pub async fn execute(
                 all.push(status(spec, clock.now()).await?);
             }
             if as_json {
-                println!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
+                say!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
                 return Ok(());
             }
             for s in &all {
@@ -118,12 +118,15 @@ async fn tick(specs: &[Pipeline], clock: &Clock, as_json: bool) -> Result<()> {
 /// One pipeline's `schedule status` as text: its schedule, last tick, what is due or
 /// missed, the next ticks and who holds its lock.
 fn print_status(s: &ScheduleStatus) {
-    println!(
+    say!(
         "{} ({}, {}, catchup {})",
-        s.pipeline, s.cron, s.timezone, s.catchup
+        s.pipeline,
+        s.cron,
+        s.timezone,
+        s.catchup
     );
     match &s.last {
-        Some(l) => println!(
+        Some(l) => say!(
             "  last tick:  {} -> {} by run {} at {}{}",
             l.tick,
             l.result,
@@ -134,11 +137,11 @@ fn print_status(s: &ScheduleStatus) {
                 .map(|e| format!(": {e}"))
                 .unwrap_or_default()
         ),
-        None => println!("  last tick:  (none served yet)"),
+        None => say!("  last tick:  (none served yet)"),
     }
-    println!("  due now:    {}", s.due.as_deref().unwrap_or("(nothing)"));
+    say!("  due now:    {}", s.due.as_deref().unwrap_or("(nothing)"));
     if !s.missed.is_empty() {
-        println!("  missed:     {} ({})", s.missed.len(), s.missed.join(", "));
+        say!("  missed:     {} ({})", s.missed.len(), s.missed.join(", "));
     }
     for (i, t) in s.next.iter().enumerate() {
         let label = if i == 0 {
@@ -146,9 +149,9 @@ fn print_status(s: &ScheduleStatus) {
         } else {
             "            "
         };
-        println!("  {label}{} (UTC {})", t.local, t.utc);
+        say!("  {label}{} (UTC {})", t.local, t.utc);
     }
-    println!(
+    say!(
         "  lock:       {} (this host, {})",
         s.lock_holder
             .as_deref()
@@ -156,8 +159,8 @@ fn print_status(s: &ScheduleStatus) {
         s.host
     );
     match (&s.lease_holder, s.remote) {
-        (Some(lease), _) => println!("  claimed by: {lease}"),
-        (None, true) => println!("  claimed by: no scheduler on any host serves a tick now"),
+        (Some(lease), _) => say!("  claimed by: {lease}"),
+        (None, true) => say!("  claimed by: no scheduler on any host serves a tick now"),
         (None, false) => {}
     }
 }
@@ -250,7 +253,7 @@ fn line(report: &TickReport) -> Vec<String> {
 
 fn print_ticks(reports: &[TickReport], as_json: bool) {
     if as_json {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(reports).unwrap_or_default()
         );
@@ -261,7 +264,7 @@ fn print_ticks(reports: &[TickReport], as_json: bool) {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    print!("{}", render_table(&header, &rows));
+    say_raw!("{}", render_table(&header, &rows));
 }
 
 /// The daemon's report of each tick: a line on stdout (JSON with `--json`).
@@ -275,13 +278,13 @@ impl TickObserver for PrintTicks {
             return;
         }
         if self.as_json {
-            println!("{}", serde_json::to_string(report).unwrap_or_default());
+            say!("{}", serde_json::to_string(report).unwrap_or_default());
         } else {
-            println!("{}", line(report).join("  ").trim_end());
+            say!("{}", line(report).join("  ").trim_end());
         }
     }
 
     fn failed_to_serve(&self, pipeline: &str, error: &Error) {
-        eprintln!("  schedule  {pipeline}: {error} (trying again shortly)");
+        tell!("  schedule  {pipeline}: {error} (trying again shortly)");
     }
 }

@@ -200,7 +200,8 @@ pub async fn write_site(pipeline: &Pipeline, out: &Path) -> Result<SiteReport> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
-        std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
+        let text = crate::secrets::redact(text);
+        std::fs::write(path, text.as_bytes()).map_err(|e| Error::io(path, e))?;
     }
     Ok(SiteReport {
         out: out.to_path_buf(),

@@ -61,7 +61,7 @@ pub async fn serve_http(lake: Lake, addr: std::net::SocketAddr) -> Result<()> {
         .local_addr()
         .map_err(|e| Error::Internal(format!("listening address: {e}")))?;
     // The one line a supervisor (or a test) waits for, on stderr.
-    eprintln!("pipeline mcp: serving MCP at http://{local}/mcp");
+    tell!("pipeline mcp: serving MCP at http://{local}/mcp");
     loop {
         let (stream, _) = listener
             .accept()

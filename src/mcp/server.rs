@@ -91,20 +91,20 @@ impl Lake {
     }
 }
 
-/// A tool's answer: the value as JSON text, or the engine's error (secrets redacted) as a
-/// tool error the agent reads and can act on.
+/// A tool's answer: the value as JSON text, or the engine's error as a tool error the agent
+/// reads and can act on; secrets redacted in both.
 pub(super) fn answer<T: Serialize>(result: Result<T>) -> CallToolResult {
     match result {
         Ok(value) => CallToolResult::success(vec![ContentBlock::text(
-            serde_json::to_string_pretty(&value).unwrap_or_default(),
+            redact(&serde_json::to_string_pretty(&value).unwrap_or_default()).into_owned(),
         )]),
-        Err(e) => refusal(format!("error: {}", redact(&e.to_string()))),
+        Err(e) => refusal(format!("error: {e}")),
     }
 }
 
-/// A tool error with `message`.
+/// A tool error with `message` (secrets redacted).
 pub(super) fn refusal(message: String) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(message)])
+    CallToolResult::error(vec![ContentBlock::text(redact(&message).into_owned())])
 }
 
 /// `name version` of the client, from its handshake.

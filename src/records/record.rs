@@ -191,9 +191,11 @@ impl RunRecord {
         self
     }
 
-    /// This record as a scheduled run that failed for good with `error` (no tables).
+    /// This record as a scheduled run that failed for good with `error` (no tables; any
+    /// secret in `error` is redacted: records are shown by `runs`, `schedule status`, MCP and
+    /// the docs site).
     pub fn failed(mut self, error: &str) -> RunRecord {
-        self.error = Some(error.to_string());
+        self.error = Some(crate::secrets::redact(error).into_owned());
         self.tables.clear();
         self.undo.clear();
         self

@@ -7,7 +7,9 @@
 //! signature was refused, and nothing reaches the catalog.
 
 use crate::common::Project;
-use crate::remote::{moto_settings, storage_settings, Rustberg, SigV4Proxy, SECRET, SECRET_ENV};
+use crate::remote::{
+    moto_settings, storage_settings, Rustberg, SigV4Proxy, KEY, SECRET, SECRET_ENV,
+};
 use crate::remote_catalogs::{gold_agrees, retail_backfill_rollback, GOLD};
 
 const BUCKET: &str = "arn:aws:s3tables:us-east-1:111122223333:bucket/analytics";
@@ -236,5 +238,83 @@ fn catalog_credentials_that_expire_during_a_run_are_fetched_again() {
     assert_eq!(
         p.query("SELECT count(*) FROM silver.orders")[0][0],
         Some(crate::common::expected_retail()["counts"]["silver.orders"].to_string())
+    );
+}
+
+#[test]
+fn a_failing_signed_run_shows_neither_the_secret_nor_the_session_token_anywhere() {
+    const TOKEN: &str = "session-token-9b2d4e-never-print";
+    let server = Rustberg::start();
+    // Creating a bronze table is refused as API Gateway refuses a signature: the answer
+    // echoes the canonical request, session token included.
+    let proxy = SigV4Proxy::serving(
+        &server,
+        "execute-api",
+        &[
+            "--key",
+            KEY,
+            "--secret",
+            SECRET,
+            "--refuse-path",
+            "/namespaces/bronze/tables",
+        ],
+    );
+    let mut p = crate::schedule_faults::scheduled("cron = \"0 2 * * *\"\nretries = 0")
+        .on_signed_rest(
+            &proxy,
+            "execute-api",
+            "session_token_env = \"PIPELINE_TEST_SESSION\"\n",
+        );
+    p.env.push(("PIPELINE_TEST_SESSION".into(), TOKEN.into()));
+    let tick = p.run(&[
+        "-vv",
+        "schedule",
+        "tick",
+        "--now",
+        "2026-03-01T02:05:00Z",
+        "--json",
+    ]);
+    let text = p.run(&["schedule", "tick", "--now", "2026-03-01T02:06:00Z"]);
+    let sinks = [
+        (
+            "tick --json stdout",
+            String::from_utf8_lossy(&tick.stdout).into_owned(),
+        ),
+        (
+            "tick -vv stderr",
+            String::from_utf8_lossy(&tick.stderr).into_owned(),
+        ),
+        (
+            "tick text",
+            String::from_utf8_lossy(&text.stdout).into_owned(),
+        ),
+        ("runs --json", p.json(&["runs"]).to_string()),
+        (
+            "status --json",
+            p.json(&["schedule", "status", "--now", "2026-03-01T02:07:00Z"])
+                .to_string(),
+        ),
+    ];
+    let reports: serde_json::Value = serde_json::from_slice(&tick.stdout).unwrap();
+    assert_eq!(reports[0]["result"], "failed", "{reports}");
+    for (sink, seen) in &sinks {
+        assert!(
+            !seen.contains(TOKEN),
+            "{sink} shows the session token:\n{seen}"
+        );
+        assert!(!seen.contains(SECRET), "{sink} shows the secret:\n{seen}");
+    }
+    // The server's echo did reach those sinks, redacted.
+    for (sink, seen) in &sinks[..1] {
+        assert!(seen.contains("Canonical String"), "{sink}: {seen}");
+        assert!(
+            seen.contains("x-amz-security-token:<redacted>"),
+            "{sink}: {seen}"
+        );
+    }
+    assert!(
+        sinks[3].1.contains("x-amz-security-token:<redacted>"),
+        "{}",
+        sinks[3].1
     );
 }

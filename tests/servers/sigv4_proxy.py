@@ -16,7 +16,9 @@ Checked, in order (any failure answers 403 `SignatureDoesNotMatch` and forwards 
 Verified requests go to the target without the signature headers. As AWS's endpoints, it may
 serve one warehouse under a path: with `--warehouse W` a `/v1/config` must ask for `warehouse=W`
 (the target serves one warehouse, so the query is not passed on), and with `--strip-prefix
-/iceberg` requests outside that path are refused (404) and the prefix is removed. The proxy prints its port
+/iceberg` requests outside that path are refused (404) and the prefix is removed. With
+`--refuse-path P`, requests whose path holds P are refused as API Gateway refuses a signature,
+echoing the canonical request (session token included). The proxy prints its port
 on stdout when it listens; with --log it appends one line per request: `ok|refused METHOD PATH
 key=KEY [reason]`.
 """
@@ -105,6 +107,14 @@ def handler(args, log):
             body = self.rfile.read(length) if length else b""
             headers = {k.lower(): v.strip() for k, v in self.headers.items()}
             reason = check(args, self.command, self.path, headers, body)
+            echo = not reason and args.refuse_path and args.refuse_path in self.path and self.command != "HEAD"
+            if echo:
+                # As API Gateway answers a signature it does not accept: with the canonical
+                # request, signed headers (the session token) included.
+                signed = sorted(n for n in headers if n == "host" or n.startswith("x-amz"))
+                canonical = "\n".join([self.command, self.path] + [f"{n}:{headers[n]}" for n in signed])
+                reason = ("Check your AWS Secret Access Key and signing method. The Canonical String "
+                          f"for this request should have been\n'{canonical}'")
             path = self.path
             if not reason and args.strip_prefix:
                 if not path.startswith(args.strip_prefix + "/"):
@@ -159,6 +169,7 @@ def main():
     ap.add_argument("--log")
     ap.add_argument("--warehouse")
     ap.add_argument("--strip-prefix", default="")
+    ap.add_argument("--refuse-path", help="refuse (403, echoing the canonical request) requests whose path holds this")
     ap.add_argument("--exit-with-parent", action="store_true")
     args = ap.parse_args()
     lock = threading.Lock()

@@ -172,9 +172,14 @@ impl RestApi {
         let field = |name: &str| parsed["error"][name].as_str().map(str::to_string);
         Err(Refused {
             status,
-            message: field("message")
-                .or_else(|| parsed["message"].as_str().map(str::to_string))
-                .unwrap_or_else(|| text.chars().take(300).collect()),
+            // The server's words, redacted: an endpoint refusing a signature may echo the
+            // canonical request, session token included.
+            message: crate::secrets::redact(
+                &field("message")
+                    .or_else(|| parsed["message"].as_str().map(str::to_string))
+                    .unwrap_or_else(|| text.chars().take(300).collect::<String>()),
+            )
+            .into_owned(),
             kind: field("type").unwrap_or_default(),
             answered: true,
         })

@@ -149,7 +149,7 @@ impl OAuth2 {
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         match body["access_token"].as_str() {
             Some(t) if status.is_success() => {
-                crate::secrets::register(t);
+                crate::secrets::register_rotating(t);
                 Ok(token(t, body["expires_in"].as_u64(), asked))
             }
             _ => Err(format!(

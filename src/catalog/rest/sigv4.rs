@@ -119,9 +119,9 @@ impl SigV4 {
                 ));
             }
         };
-        crate::secrets::register(loaded.secret_access_key());
+        crate::secrets::register_rotating(loaded.secret_access_key());
         if let Some(token) = loaded.session_token() {
-            crate::secrets::register(token);
+            crate::secrets::register_rotating(token);
         }
         tracing::debug!(
             expiry = ?loaded.expiry(),

@@ -179,8 +179,8 @@ impl RestTables {
             props.extend(c.config);
         }
         for (key, value) in &props {
-            if key.contains("secret") || key.contains("token") {
-                crate::secrets::register(value);
+            if crate::secrets::is_secret_key(key) {
+                crate::secrets::register_rotating(value);
             }
         }
         props.extend(self.file_props.clone());
