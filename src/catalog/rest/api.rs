@@ -8,6 +8,7 @@ use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
+use super::body::{read_capped, MAX_BODY};
 use super::oauth::OAuth2;
 use super::sigv4::SigV4;
 
@@ -238,10 +239,6 @@ impl RestApi {
     }
 }
 
-/// The largest answer read from a catalog (a table's metadata with a long history is a few
-/// MiB): a bigger one is a broken or hostile server, and reading stops.
-pub(super) const MAX_BODY: usize = 128 << 20;
-
 /// A redirect, refused: it is never followed, so credentials (a token, a signature's session
 /// token, the spec's `headers`, an OAuth2 form) never go to an address the spec did not name.
 fn redirected(status: StatusCode, response: &reqwest::Response) -> Refused {
@@ -258,30 +255,6 @@ fn redirected(status: StatusCode, response: &reqwest::Response) -> Refused {
         kind: "Redirect".into(),
         answered: true,
     }
-}
-
-/// The body of `response` as text, refused past `limit` bytes (without reading further).
-pub(super) async fn read_capped(
-    mut response: reqwest::Response,
-    limit: usize,
-) -> std::result::Result<String, String> {
-    let too_big = || {
-        format!(
-            "the answer is larger than {} MiB; stopped reading it",
-            limit >> 20
-        )
-    };
-    if response.content_length().is_some_and(|n| n > limit as u64) {
-        return Err(too_big());
-    }
-    let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
-        if bytes.len() + chunk.len() > limit {
-            return Err(too_big());
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Percent-encodes `text` for a URL path segment or query value: everything but the unreserved

@@ -3,13 +3,15 @@
 //! token, or an AWS SigV4 signature (S3 Tables' and Glue's Iceberg REST endpoints).
 //!
 //! - `api.rs`: the requests, authenticated and with the spec's headers;
-//! - `auth.rs`: which authentication the spec asks for; `sigv4.rs`: the signer;
+//! - `auth.rs`: which authentication the spec asks for; `sigv4.rs`: the signer; `oauth.rs`:
+//!   OAuth2 tokens kept fresh; `body.rs`: answers read with a size cap;
 //! - `tables.rs`: the `iceberg::Catalog` the engine reads through;
 //! - `commit.rs`: one table by compare-and-set, or several in one
 //!   `POST /v1/{prefix}/transactions/commit` when `/v1/config` lists that endpoint.
 
 mod api;
 mod auth;
+mod body;
 #[cfg(test)]
 mod canned;
 mod commit;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use super::api::read_capped;
+use super::body::read_capped;
 
 /// The largest token answer read.
 const TOKEN_BODY: usize = 1 << 20;
