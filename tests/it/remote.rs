@@ -3,6 +3,7 @@
 //! with multi-table commits; one server per test, binary in `PIPELINE_TEST_RUSTBERG`).
 
 use std::net::TcpListener;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -380,10 +381,8 @@ impl Project {
 /// the test secret for `service` in us-east-1, answering 403 on any mismatch and forwarding
 /// the rest. Stopped when dropped.
 pub struct SigV4Proxy {
-    child: Child,
     pub uri: String,
-    log: std::path::PathBuf,
-    _dir: tempfile::TempDir,
+    _server: PyServer,
 }
 
 impl SigV4Proxy {
@@ -406,56 +405,25 @@ impl SigV4Proxy {
     /// warehouse under a path, `["--key", K, "--secret", S, "--warehouse", ARN,
     /// "--strip-prefix", "/iceberg"]`.
     pub fn serving(target: &Rustberg, service: &str, options: &[&str]) -> SigV4Proxy {
-        use std::io::BufRead;
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("requests.log");
-        let mut child = Command::new("python3")
-            .arg(crate::common::repo().join("tests/servers/sigv4_proxy.py"))
-            .args(["--target", &target.uri])
-            .args([
-                "--region",
-                REGION,
-                "--service",
-                service,
-                "--exit-with-parent",
-            ])
-            .args(options)
-            .arg("--log")
-            .arg(&log)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("python3 must be installed");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port: u16 = line
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("the SigV4 proxy did not start: {line:?}"));
+        let mut args = vec![
+            "--target",
+            &target.uri,
+            "--region",
+            REGION,
+            "--service",
+            service,
+        ];
+        args.extend_from_slice(options);
+        let server = PyServer::start("sigv4_proxy.py", &args);
         SigV4Proxy {
-            child,
-            uri: format!("http://127.0.0.1:{port}"),
-            log,
-            _dir: dir,
+            uri: server.uri.clone(),
+            _server: server,
         }
     }
 
     /// The proxy's verdicts so far, one line per request: `ok|refused METHOD PATH [reason]`.
     pub fn requests(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
-    }
-}
-
-impl Drop for SigV4Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self._server.log_lines()
     }
 }
 
@@ -474,5 +442,62 @@ impl Project {
         );
         self.use_remote();
         self
+    }
+}
+
+/// A test server `tests/servers/SCRIPT`, started with `args`, `--exit-with-parent` and
+/// `--log LOG`; it prints its port on stdout when it listens. Killed on drop.
+pub struct PyServer {
+    child: std::process::Child,
+    pub uri: String,
+    pub log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl PyServer {
+    pub fn start(script: &str, args: &[&str]) -> PyServer {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("requests.log");
+        let mut child = Command::new("python3")
+            .arg(crate::common::repo().join("tests/servers").join(script))
+            .args(args)
+            .arg("--exit-with-parent")
+            .arg("--log")
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 must be installed");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{script} did not start: {line:?}"));
+        PyServer {
+            child,
+            uri: format!("http://127.0.0.1:{port}"),
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// What the server logged so far, a line each.
+    pub fn log_lines(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -3,60 +3,31 @@
 //! listing that goes round in a circle ends with a clear error, and a spec that would send
 //! credentials in the clear or hold a password in a URL is refused with its line.
 
-use std::io::BufRead;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::Project;
-use crate::remote::{storage_settings, Rustberg};
+use crate::remote::{storage_settings, PyServer, Rustberg};
 use crate::schedule_faults;
 
-/// A misbehaving server, killed on drop.
-struct Misbehaving {
-    child: Child,
-    uri: String,
-    log: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
+/// A misbehaving server (tests/servers/misbehaving_rest.py in `mode`).
+struct Misbehaving(PyServer);
 
 impl Misbehaving {
     fn start(mode: &str, to: &str) -> Misbehaving {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("requests.log");
-        let mut child = Command::new("python3")
-            .arg(crate::common::repo().join("tests/servers/misbehaving_rest.py"))
-            .args(["--mode", mode, "--to", to, "--exit-with-parent"])
-            .arg("--log")
-            .arg(&log)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 must be installed");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port: u16 = line
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("the server did not start: {line:?}"));
-        Misbehaving {
-            child,
-            uri: format!("http://127.0.0.1:{port}"),
-            log,
-            _dir: dir,
-        }
+        Misbehaving(PyServer::start(
+            "misbehaving_rest.py",
+            &["--mode", mode, "--to", to],
+        ))
+    }
+
+    fn uri(&self) -> &str {
+        &self.0.uri
     }
 
     /// What reached the server (`record` mode).
     fn received(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Misbehaving {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.0.log_lines().join("\n")
     }
 }
 
@@ -106,11 +77,11 @@ fn stderr_of(out: &Output) -> String {
 #[test]
 fn credentials_never_follow_a_redirect_to_another_address() {
     let elsewhere = Misbehaving::start("record", "");
-    let redirecting = Misbehaving::start("redirect", &elsewhere.uri);
+    let redirecting = Misbehaving::start("redirect", elsewhere.uri());
     // A bearer token (and the spec's headers) to the catalog.
     let p = on_catalog(&format!(
         "uri = \"{}\"\ntoken_env = \"CATALOG_TOKEN\"\nheaders = {{ x-team = \"data\" }}",
-        redirecting.uri
+        redirecting.uri()
     ));
     let err = stderr_of(&within_a_minute(&p, &["run", "p"]));
     assert!(err.contains("redirects to"), "{err}");
@@ -119,7 +90,7 @@ fn credentials_never_follow_a_redirect_to_another_address() {
     // An OAuth2 client secret to the token endpoint.
     let p = on_catalog(&format!(
         "uri = \"{}\"\ncredential_env = \"CATALOG_CREDENTIAL\"\noauth2_server_uri = \"{}/v1/oauth/tokens\"",
-        elsewhere.uri, redirecting.uri
+        elsewhere.uri(), redirecting.uri()
     ));
     let err = stderr_of(&within_a_minute(&p, &["run", "p"]));
     assert!(err.contains("token endpoint"), "{err}");
@@ -130,7 +101,7 @@ fn credentials_never_follow_a_redirect_to_another_address() {
 #[test]
 fn an_endless_answer_is_cut_off_with_a_clear_error() {
     let server = Misbehaving::start("huge", "");
-    let p = on_catalog(&format!("uri = \"{}\"", server.uri));
+    let p = on_catalog(&format!("uri = \"{}\"", server.uri()));
     let err = stderr_of(&within_a_minute(&p, &["run", "p"]));
     assert!(err.contains("larger than 128 MiB"), "{err}");
 }
@@ -138,7 +109,7 @@ fn an_endless_answer_is_cut_off_with_a_clear_error() {
 #[test]
 fn a_listing_whose_page_token_comes_back_stops_with_a_clear_error() {
     let server = Misbehaving::start("circular", "");
-    let p = on_catalog(&format!("uri = \"{}\"", server.uri));
+    let p = on_catalog(&format!("uri = \"{}\"", server.uri()));
     let err = stderr_of(&within_a_minute(&p, &["tables"]));
     assert!(err.contains("went round in a circle"), "{err}");
     assert!(err.contains("next-page-token `again`"), "{err}");
@@ -191,10 +162,7 @@ fn credentials_in_the_clear_and_passwords_in_urls_are_refused_with_the_line() {
 
 /// The OAuth2 token endpoint in front of a rustberg requiring `KEY` (tests/servers/oauth_proxy.py).
 struct OAuthProxy {
-    child: Child,
-    uri: String,
-    log: std::path::PathBuf,
-    _dir: tempfile::TempDir,
+    proxy: PyServer,
     _server: Rustberg,
 }
 
@@ -204,49 +172,28 @@ impl OAuthProxy {
     fn start(lifetime: &str, options: &[&str]) -> OAuthProxy {
         const KEY: &str = "rb_pipelinetestkey0123456789";
         let server = Rustberg::start_with(Some(KEY));
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("requests.log");
-        let mut child = Command::new("python3")
-            .arg(crate::common::repo().join("tests/servers/oauth_proxy.py"))
-            .args([
-                "--target",
-                &server.uri,
-                "--api-key",
-                KEY,
-                "--client",
-                CLIENT,
-            ])
-            .args(["--lifetime", lifetime, "--exit-with-parent"])
-            .args(options)
-            .arg("--log")
-            .arg(&log)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 must be installed");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port: u16 = line
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("the OAuth2 proxy did not start: {line:?}"));
+        let mut args = vec![
+            "--target",
+            &server.uri,
+            "--api-key",
+            KEY,
+            "--client",
+            CLIENT,
+        ];
+        args.extend_from_slice(&["--lifetime", lifetime]);
+        args.extend_from_slice(options);
         OAuthProxy {
-            child,
-            uri: format!("http://127.0.0.1:{port}"),
-            log,
-            _dir: dir,
+            proxy: PyServer::start("oauth_proxy.py", &args),
             _server: server,
         }
     }
 
     /// The proxy's log lines that start with `kind` (`token`, `ok`, `refused`).
     fn lines(&self, kind: &str) -> Vec<String> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
+        self.proxy
+            .log_lines()
+            .into_iter()
             .filter(|l| l.starts_with(kind))
-            .map(str::to_string)
             .collect()
     }
 
@@ -255,19 +202,12 @@ impl OAuthProxy {
         let mut p = schedule_faults::scheduled("cron = \"0 2 * * *\"").on_catalog_section(
             &format!(
                 "\n[catalogs.remote]\ntype = \"rest\"\nuri = \"{}\"\ncredential_env = \"CATALOG_CREDENTIAL\"\n{}",
-                self.uri,
+                self.proxy.uri,
                 storage_settings()
             ),
         );
         p.env.push(("CATALOG_CREDENTIAL".into(), CLIENT.into()));
         p
-    }
-}
-
-impl Drop for OAuthProxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
