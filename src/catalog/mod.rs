@@ -9,6 +9,7 @@
 
 mod connection;
 mod local_fs;
+mod lock_anchor;
 mod open;
 mod remote;
 mod rest;
@@ -19,6 +20,7 @@ mod updates;
 
 pub use connection::{Backend, PipelineCatalog};
 pub use local_fs::{lies_inside, LocalStorageFactory};
+pub use lock_anchor::LockAnchor;
 pub use open::open_project_catalog;
 pub use remote::{
     Committed, Current, MultiTableCommit, RemoteCatalog, Swap, TableMove, TablePointers,

@@ -11,6 +11,7 @@ use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableCreation};
 
 use super::connection::{Backend, PipelineCatalog};
+use super::lock_anchor::LockAnchor;
 use super::remote::RemoteCatalog;
 use super::{rest, s3tables, sql};
 use crate::error::{Error, Result};
@@ -91,16 +92,23 @@ impl PipelineCatalog {
         }
     }
 
-    /// The file next to which run locks are kept: the SQLite file for the embedded catalog, a
-    /// file under the system temp folder (one per remote catalog) otherwise. Locks serialize
-    /// runs on one machine; across machines, compare-and-set on every table keeps runs apart.
-    pub fn lock_anchor(&self) -> Result<PathBuf> {
+    /// Where run locks are kept: next to the SQLite file for the embedded catalog, under the
+    /// system temp folder (one name per remote catalog: bucket, or URI and warehouse)
+    /// otherwise. Locks serialize runs on one machine; across machines, compare-and-set on
+    /// every table keeps runs apart.
+    pub fn lock_anchor(&self) -> Result<LockAnchor> {
         match &self.backend {
-            Backend::Sql { database, .. } => Ok(database.clone()),
+            Backend::Sql { database, .. } => Ok(LockAnchor {
+                path: database.clone(),
+                catalog: format!("embedded catalog {}", database.display()),
+            }),
             Backend::Remote(r) => {
                 let dir = std::env::temp_dir().join("pipeline-locks");
                 std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-                Ok(dir.join(r.lock_name()))
+                Ok(LockAnchor {
+                    path: dir.join(r.lock_name()),
+                    catalog: format!("{} catalog {}", r.kind(), r.identity),
+                })
             }
         }
     }

@@ -78,7 +78,8 @@ pub trait MultiTableCommit: Send + Sync {
 pub struct RemoteCatalog {
     /// `s3tables` or `rest`.
     pub kind: &'static str,
-    /// The table bucket ARN or the REST URI: what messages and the lock name use.
+    /// The table bucket ARN, or the REST URI with its warehouse: what messages and the lock
+    /// name use. Never a secret (a URI with userinfo is refused by the spec).
     pub identity: String,
     pub catalog: Arc<dyn Catalog>,
     pub pointers: Arc<dyn TablePointers>,
@@ -92,14 +93,9 @@ impl RemoteCatalog {
         self.kind
     }
 
-    /// A file name for run locks of this catalog.
+    /// A file name for run locks of this catalog: one per identity.
     pub fn lock_name(&self) -> String {
-        let safe: String = self
-            .identity
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
-        format!("{}-{safe}", self.kind)
+        super::lock_anchor::remote_lock_name(self.kind, &self.identity)
     }
 
     /// The current version of `table`, or `None` when it does not exist.

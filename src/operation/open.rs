@@ -71,10 +71,10 @@ pub(super) async fn lock_and_recover(
     wait: LockWait,
     observer: Arc<dyn Observer>,
 ) -> Result<Locked> {
-    let database = catalog.lock_anchor()?;
+    let anchor = catalog.lock_anchor()?;
     let (name, waiter) = (pipeline.to_string(), observer.clone());
     let lock = tokio::task::spawn_blocking(move || {
-        lock::acquire(&database, &name, wait, |holder| waiter.waiting_for(holder))
+        lock::acquire(&anchor, &name, wait, |holder| waiter.waiting_for(holder))
     })
     .await
     .map_err(|e| Error::Internal(format!("the lock task failed: {e}")))??;
@@ -90,13 +90,13 @@ pub(super) async fn lock_project_and_recover(
     wait: LockWait,
     observer: Arc<dyn Observer>,
 ) -> Result<Locked> {
-    let database = catalog.lock_anchor()?;
+    let anchor = catalog.lock_anchor()?;
     let mut names = pipeline_names(&pipeline.project_dir)?;
     names.push(pipeline.name.clone());
     let waiter = observer.clone();
     let (locks, waited) = tokio::task::spawn_blocking(move || {
         let waited = std::sync::atomic::AtomicBool::new(false);
-        let locks = lock::acquire_all(&database, &names, wait, |name, holder| {
+        let locks = lock::acquire_all(&anchor, &names, wait, |name, holder| {
             waited.store(true, std::sync::atomic::Ordering::Relaxed);
             waiter.waiting_for(&format!("{name}: {holder}"))
         })?;

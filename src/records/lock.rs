@@ -11,6 +11,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::catalog::LockAnchor;
 use crate::error::{Error, Result};
 
 /// A held run lock; released on drop.
@@ -46,7 +47,7 @@ impl AllLocks {
 /// that two commands taking several locks never wait for each other in a circle; waits for
 /// each as `wait` says, calling `on_wait(pipeline, holder)` when one is busy.
 pub fn acquire_all(
-    database: &Path,
+    anchor: &LockAnchor,
     pipelines: &[String],
     wait: LockWait,
     on_wait: impl Fn(&str, &str),
@@ -56,9 +57,7 @@ pub fn acquire_all(
     names.dedup();
     let mut held = Vec::with_capacity(names.len());
     for name in &names {
-        held.push(acquire(database, name, wait, |holder| {
-            on_wait(name, holder)
-        })?);
+        held.push(acquire(anchor, name, wait, |holder| on_wait(name, holder))?);
     }
     Ok(AllLocks {
         _held: held,
@@ -70,7 +69,7 @@ pub fn acquire_all(
 /// other `pipelines` without waiting. `None` when one of them is busy (nothing is then held
 /// beyond `own`): the caller defers what needed them.
 pub fn acquire_others(
-    database: &Path,
+    anchor: &LockAnchor,
     pipelines: &[String],
     own: &RunLock,
 ) -> Result<Option<AllLocks>> {
@@ -80,7 +79,7 @@ pub fn acquire_others(
     names.dedup();
     let mut held = Vec::with_capacity(names.len());
     for name in names.iter().filter(|n| **n != own.pipeline) {
-        match acquire(database, name, LockWait(None), |_| {}) {
+        match acquire(anchor, name, LockWait(None), |_| {}) {
             Ok(lock) => held.push(lock),
             Err(Error::Busy(_)) => return Ok(None),
             Err(e) => return Err(e),
@@ -103,15 +102,16 @@ pub fn lock_path(database: &Path, pipeline: &str) -> PathBuf {
     database.with_file_name(name)
 }
 
-/// Takes the run lock of `pipeline`, waiting as `wait` says. `on_wait` is called once, with
-/// the holder's description, if the lock is busy.
+/// Takes the run lock of `pipeline` on the catalog of `anchor`, waiting as `wait` says.
+/// `on_wait` is called once, with the holder's description, if the lock is busy.
 pub fn acquire(
-    database: &Path,
+    anchor: &LockAnchor,
     pipeline: &str,
     wait: LockWait,
     on_wait: impl FnOnce(&str),
 ) -> Result<RunLock> {
-    let path = lock_path(database, pipeline);
+    let path = lock_path(&anchor.path, pipeline);
+    let catalog = &anchor.catalog;
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -135,13 +135,13 @@ pub fn acquire(
                     }
                     Some(limit) => {
                         return Err(Error::Busy(format!(
-                            "pipeline {pipeline} is still running ({holder}) after waiting {}s; try again later or raise --wait-timeout",
+                            "pipeline {pipeline} is still running on the {catalog} ({holder}) after waiting {}s; try again later or raise --wait-timeout",
                             limit.as_secs()
                         )))
                     }
                     None => {
                         return Err(Error::Busy(format!(
-                            "pipeline {pipeline} is already running ({holder}); wait for it, or run without --no-wait to queue behind it"
+                            "pipeline {pipeline} is already running on the {catalog} ({holder}); wait for it, or run without --no-wait to queue behind it"
                         )))
                     }
                 }
@@ -166,10 +166,10 @@ pub fn acquire(
     })
 }
 
-/// Who holds the run lock of `pipeline` for the catalog at `database` right now (`pid N since
+/// Who holds the run lock of `pipeline` on the catalog of `anchor` right now (`pid N since
 /// TIME`), or `None` when no run of it is in progress.
-pub fn holder(database: &Path, pipeline: &str) -> Result<Option<String>> {
-    let path = lock_path(database, pipeline);
+pub fn holder(anchor: &LockAnchor, pipeline: &str) -> Result<Option<String>> {
+    let path = lock_path(&anchor.path, pipeline);
     let mut file = match OpenOptions::new().read(true).open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

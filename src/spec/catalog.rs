@@ -93,6 +93,18 @@ pub struct RestConfig {
     pub storage: S3Storage,
 }
 
+impl RestConfig {
+    /// The catalog as messages and run locks name it: the URI, with the warehouse when the
+    /// spec names one (one regional S3 Tables or Glue endpoint serves many buckets and
+    /// warehouses; each is its own catalog).
+    pub fn identity(&self) -> String {
+        match &self.warehouse {
+            Some(w) => format!("{} (warehouse {w})", self.uri),
+            None => self.uri.clone(),
+        }
+    }
+}
+
 /// How a REST catalog's requests are signed with SigV4 (credentials: the storage settings'
 /// named variables or profile, else the standard AWS chain).
 #[derive(Debug, Clone, PartialEq)]

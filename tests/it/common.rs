@@ -321,6 +321,16 @@ impl Project {
     }
 }
 
+/// A paused command is never left behind: a test that fails before it ends the pause kills it.
+impl Drop for Paused {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 impl Paused {
     /// Sends SIGTERM to the paused process (it goes on to the end of its pause).
     pub fn terminate(&self) {

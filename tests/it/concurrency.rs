@@ -62,14 +62,20 @@ fn no_wait_fails_at_once_and_a_timeout_gives_up() {
     // Busy is not "fix your input" (2): it has exit code 4, "try again later".
     let (code, stderr) = p.fails(&["run", "retail", "--no-wait"]);
     assert_eq!(code, 4);
+    // The message names the catalog the lock is held on (one lock per catalog).
+    let database = p.path().join("warehouse/catalog.db");
     assert_eq!(
         stderr,
-        "error: pipeline retail is already running (pid 4242 since 2026-11-30T00:00:00Z); wait for it, or run without --no-wait to queue behind it"
+        format!(
+            "error: pipeline retail is already running on the embedded catalog {} (pid 4242 since 2026-11-30T00:00:00Z); wait for it, or run without --no-wait to queue behind it",
+            database.display()
+        )
     );
     let (code, stderr) = p.fails(&["run", "retail", "--wait-timeout", "1"]);
     assert_eq!(code, 4);
     assert!(
-        stderr.starts_with("error: pipeline retail is still running (pid 4242"),
+        stderr.starts_with("error: pipeline retail is still running on the embedded catalog ")
+            && stderr.contains("(pid 4242"),
         "{stderr}"
     );
     assert_eq!(p.json(&["tables"]), serde_json::json!([]));

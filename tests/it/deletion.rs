@@ -98,7 +98,7 @@ fn a_renamed_spec_locks_by_its_pipeline_name_so_orphans_and_maintain_wait_for_it
     ]);
     assert_eq!(code, 4, "{message}");
     assert!(
-        message.contains("pipeline retail is already running"),
+        message.contains("pipeline retail is already running on the embedded catalog"),
         "{message}"
     );
     let (code, message) = p.fails(&["maintain", "nightly", "--no-wait"]);

@@ -257,11 +257,16 @@ impl Project {
 
     /// Every command of this project now runs on `server`, a REST catalog on local files: the
     /// spec has no storage settings and the environment no AWS credentials.
-    pub fn on_rest_files(mut self, server: &Rustberg) -> Project {
+    pub fn on_rest_files(self, server: &Rustberg) -> Project {
+        self.on_rest_files_with(server, "")
+    }
+
+    /// Like [`Project::on_rest_files`], with more settings in the catalog section.
+    pub fn on_rest_files_with(mut self, server: &Rustberg, settings: &str) -> Project {
         add_catalog(
             &self,
             &format!(
-                "\n[catalogs.remote]\ntype = \"rest\"\nuri = \"{}\"\n",
+                "\n[catalogs.remote]\ntype = \"rest\"\nuri = \"{}\"\n{settings}",
                 server.uri
             ),
         );

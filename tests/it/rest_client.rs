@@ -254,3 +254,57 @@ fn a_token_the_catalog_refuses_is_replaced_once_and_the_request_sent_again() {
     assert_eq!(proxy.lines("token").len(), 2, "{:?}", proxy.lines("token"));
     assert_eq!(p.query("SELECT sum(n) FROM bronze.t"), [[Some("7".into())]]);
 }
+
+/// Item 7: one regional endpoint serves many buckets (S3 Tables) or warehouses (Glue). A
+/// pipeline of one name on two warehouses behind one URI are two catalogs: a run on one does
+/// not block a run on the other, and the message of a busy lock names the warehouse.
+#[test]
+fn two_warehouses_behind_one_uri_have_a_run_lock_each() {
+    let (dev_server, prod_server) = (Rustberg::start_on_files(), Rustberg::start_on_files());
+    let endpoint = PyServer::start(
+        "warehouses.py",
+        &[
+            "--warehouse",
+            &format!("dev={}", dev_server.uri),
+            "--warehouse",
+            &format!("prod={}", prod_server.uri),
+        ],
+    );
+    let on = |warehouse: &str| {
+        let section = format!(
+            "\n[catalogs.remote]\ntype = \"rest\"\nuri = \"{}\"\nwarehouse = \"{warehouse}\"\n",
+            endpoint.uri
+        );
+        Project::retail().on_catalog_section(&section)
+    };
+    let (dev, prod) = (on("dev"), on("prod"));
+    let running = dev.start_paused(&["run", "retail"], "staged", None);
+
+    let out = within_a_minute(&dev, &["run", "retail", "--no-wait"]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let busy = stderr_of(&out);
+    assert!(
+        busy.contains(&format!(
+            "pipeline retail is already running on the rest catalog {} (warehouse dev)",
+            endpoint.uri
+        )),
+        "{busy}"
+    );
+
+    let out = within_a_minute(&prod, &["run", "retail", "--no-wait"]);
+    assert!(
+        out.status.success(),
+        "the other warehouse's run must not wait for dev's: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let published = prod.tables();
+    assert!(
+        published.contains(&"gold.customer_metrics".to_string()),
+        "prod's run published: {published:?}"
+    );
+    running.kill();
+    assert!(
+        endpoint.log_lines().iter().any(|l| l.ends_with("-> prod")),
+        "prod's requests went through the one endpoint"
+    );
+}

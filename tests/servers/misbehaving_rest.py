@@ -10,11 +10,9 @@ Modes:
     `next-page-token`.
 It prints its port on stdout when it listens.
 """
-import os
-
-PARENT = os.getppid()
-import argparse, json, sys, threading, time  # noqa: E402
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+from serving import serve  # first: it notes the parent process
+import argparse, json, os, sys  # noqa: E402
+from http.server import BaseHTTPRequestHandler  # noqa: E402
 
 
 def handler(args):
@@ -81,15 +79,7 @@ def main():
     parser.add_argument("--log", default=os.devnull)
     parser.add_argument("--exit-with-parent", action="store_true")
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler(args))
-    print(server.server_address[1], flush=True)
-    if args.exit_with_parent:
-        def watch():
-            while os.getppid() == PARENT:
-                time.sleep(0.5)
-            os._exit(0)
-        threading.Thread(target=watch, daemon=True).start()
-    server.serve_forever()
+    serve(handler(args), 0, args.exit_with_parent)
 
 
 if __name__ == "__main__":

@@ -10,11 +10,9 @@ answers 401 and forwards nothing. Accepted requests go to the target (a rustberg
 KEY) with `Authorization: Bearer KEY`. With --log it appends one line per request: `token N`,
 `ok METHOD PATH` or `refused METHOD PATH reason`. It prints its port on stdout when it listens.
 """
-import os
-
-PARENT = os.getppid()
-import argparse, http.client, json, secrets, sys, threading, time  # noqa: E402
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+from serving import serve  # first: it notes the parent process
+import argparse, http.client, json, os, secrets, sys, threading, time  # noqa: E402
+from http.server import BaseHTTPRequestHandler  # noqa: E402
 from urllib.parse import parse_qs, urlsplit  # noqa: E402
 
 HOP = {"authorization", "host", "connection", "keep-alive", "transfer-encoding", "content-length"}
@@ -108,15 +106,7 @@ def main():
         with write, open(args.log, "a") as f:
             f.write(line + "\n")
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler(args, log))
-    print(server.server_address[1], flush=True)
-    if args.exit_with_parent:
-        def watch():
-            while os.getppid() == PARENT:
-                time.sleep(0.5)
-            os._exit(0)
-        threading.Thread(target=watch, daemon=True).start()
-    server.serve_forever()
+    serve(handler(args, log), 0, args.exit_with_parent)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,8 @@ echoing the canonical request (session token included). The proxy prints its por
 on stdout when it listens; with --log it appends one line per request: `ok|refused METHOD PATH
 key=KEY [reason]`.
 """
-import os
-
-PARENT = os.getppid()
+from serving import Replying, serve  # first: it notes the parent process
 import argparse, datetime, hashlib, hmac, http.client, json, re, sys, threading, time  # noqa: E402
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
 from urllib.parse import parse_qs, urlsplit  # noqa: E402
 
 from botocore.auth import SigV4Auth  # noqa: E402
@@ -96,12 +93,7 @@ def check(args, method, path, headers, body):
 def handler(args, log):
     target = urlsplit(args.target)
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *a):
-            pass
-
+    class Handler(Replying):
         def handle_one(self):
             length = int(self.headers.get("content-length") or 0)
             body = self.rfile.read(length) if length else b""
@@ -144,15 +136,6 @@ def handler(args, log):
             self.reply(response.status, kept, data)
             conn.close()
 
-        def reply(self, status, headers, payload):
-            self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(payload)
-
         do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = handle_one
 
     return Handler
@@ -179,15 +162,7 @@ def main():
             with lock, open(args.log, "a") as f:
                 f.write(line + "\n")
 
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler(args, log))
-    print(server.server_address[1], flush=True)
-    if args.exit_with_parent:
-        def watch():
-            while os.getppid() == PARENT:
-                time.sleep(0.5)
-            os._exit(0)
-        threading.Thread(target=watch, daemon=True).start()
-    server.serve_forever()
+    serve(handler(args, log), args.port, args.exit_with_parent)
 
 
 if __name__ == "__main__":

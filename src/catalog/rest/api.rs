@@ -30,6 +30,8 @@ pub(super) struct RestApi {
     http: reqwest::Client,
     /// The base URI (without `/v1`).
     pub(super) uri: String,
+    /// The catalog as messages name it: the URI and the spec's warehouse.
+    pub(super) identity: String,
     auth: Auth,
     headers: BTreeMap<String, String>,
     /// The route prefix the server's `/v1/config` gave (empty for none).
@@ -71,6 +73,7 @@ impl RestApi {
     ) -> RestApi {
         RestApi {
             http,
+            identity: uri.clone(),
             uri,
             auth,
             headers,

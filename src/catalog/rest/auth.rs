@@ -20,7 +20,7 @@ pub(super) async fn authenticate(
     http: &reqwest::Client,
 ) -> Result<(Auth, HashMap<String, String>)> {
     let fail = |message: String| Error::Catalog {
-        catalog: config.uri.clone(),
+        catalog: config.identity(),
         message,
     };
     if let Some(signing) = &config.signing {

@@ -33,7 +33,7 @@ fn table_path(table: &TableName) -> String {
 
 fn error(api: &RestApi, what: &str, refused: Refused) -> Error {
     Error::Catalog {
-        catalog: api.uri.clone(),
+        catalog: api.identity.clone(),
         message: match api.refusal(&refused) {
             Some(refusal) => format!("{what}: {refusal}"),
             None => format!("{what}: {}", refused.reason()),

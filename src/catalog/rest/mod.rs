@@ -36,7 +36,7 @@ const TRANSACTIONS_ENDPOINT: &str = "POST /v1/{prefix}/transactions/commit";
 
 /// Connects to the REST catalog of `config`: authenticates, reads `/v1/config`.
 pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
-    let identity = config.uri.clone();
+    let identity = config.identity();
     let http = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(120))
         .redirect(reqwest::redirect::Policy::none())
@@ -49,6 +49,7 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
     // tables may not be on S3 at all.
     let (auth, file_props) = auth::authenticate(config, &http).await?;
     let mut api = RestApi::new(http, config.uri.clone(), auth, config.headers.clone());
+    api.identity = identity.clone();
     let server = server_config(&api, config).await?;
     api.prefix = server.prefix;
     let api = Arc::new(api);
@@ -102,7 +103,7 @@ struct ServerConfig {
 /// signature shows here, said plainly).
 async fn server_config(api: &RestApi, config: &RestConfig) -> Result<ServerConfig> {
     let fail = |message: String| Error::Catalog {
-        catalog: config.uri.clone(),
+        catalog: config.identity(),
         message,
     };
     let url = match &config.warehouse {

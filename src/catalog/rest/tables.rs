@@ -94,11 +94,11 @@ impl RestTables {
             _ => ErrorKind::Unexpected,
         };
         let message = match self.api.refusal(&r) {
-            Some(refusal) => format!("catalog {}: {what}: {refusal}", self.api.uri),
-            None if !r.answered => format!("catalog {}: {}", self.api.uri, r.message),
+            Some(refusal) => format!("catalog {}: {what}: {refusal}", self.api.identity),
+            None if !r.answered => format!("catalog {}: {}", self.api.identity, r.message),
             None => format!(
                 "catalog {}: {what} was refused ({})",
-                self.api.uri,
+                self.api.identity,
                 r.reason()
             ),
         };
@@ -136,7 +136,7 @@ impl RestTables {
                     ErrorKind::Unexpected,
                     format!(
                         "catalog {}: listing {path} went round in a circle (the server gave next-page-token `{t}` twice, after {} entries); stopped: the server's paging is broken",
-                        self.api.uri,
+                        self.api.identity,
                         out.len()
                     ),
                 ));
@@ -163,7 +163,7 @@ impl RestTables {
                 ErrorKind::DataInvalid,
                 format!(
                     "catalog {}: table {ident}: the server's answer is not a LoadTableResult: {e}",
-                    self.api.uri
+                    self.api.identity
                 ),
             )
         })?;

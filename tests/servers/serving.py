@@ -1,0 +1,39 @@
+"""What the tests' small HTTP servers share: listen on loopback, print the port on stdout (the
+test reads it), and, with `exit_with_parent`, end when the test that started them ends (so a
+test killed mid-way leaves no server behind). Import it first: it notes the parent at import.
+"""
+import os
+
+PARENT = os.getppid()
+import threading, time  # noqa: E402
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+
+
+def serve(handler, port=0, exit_with_parent=False):
+    """Serves `handler` on 127.0.0.1:`port` (0: any free port) until the process ends."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    print(server.server_address[1], flush=True)
+    if exit_with_parent:
+        def watch():
+            while os.getppid() == PARENT:
+                time.sleep(0.5)
+            os._exit(0)
+        threading.Thread(target=watch, daemon=True).start()
+    server.serve_forever()
+
+
+class Replying(BaseHTTPRequestHandler):
+    """A quiet HTTP/1.1 handler with `reply(status, headers, payload)` (no body for HEAD)."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def reply(self, status, headers, payload):
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
