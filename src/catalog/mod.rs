@@ -26,3 +26,4 @@ pub use remote::{
     Committed, Current, MultiTableCommit, RemoteCatalog, Swap, TableMove, TablePointers,
 };
 pub(crate) use sql::sqlite_connection;
+pub use updates::diff as table_updates;

@@ -93,6 +93,13 @@ impl RemoteCatalog {
         self.kind
     }
 
+    /// Whether this catalog moves a table to a metadata file the engine wrote (S3 Tables).
+    /// A REST server takes the changes and writes its own file, so the engine writes none
+    /// there: a file no table would ever name is never written.
+    pub fn takes_metadata_files(&self) -> bool {
+        self.kind != "rest"
+    }
+
     /// A file name for run locks of this catalog: one per identity.
     pub fn lock_name(&self) -> String {
         super::lock_anchor::remote_lock_name(self.kind, &self.identity)

@@ -153,3 +153,78 @@ fn late_move(mut p: Project, other_writer: impl FnOnce(), fenced: bool) {
         String::from_utf8_lossy(&check.stdout)
     );
 }
+
+/// Every `*.metadata.json` file under `folder` that no table of `tables` names (as its
+/// current metadata or in its metadata log).
+fn unnamed_metadata_files(p: &Project, folder: &std::path::Path, tables: &[&str]) -> Vec<String> {
+    let plain = |l: &str| l.trim_start_matches("file://").to_string();
+    let mut named = std::collections::HashSet::new();
+    for table in tables {
+        let current = plain(&metadata_location(p, table));
+        let metadata: Value =
+            serde_json::from_str(&std::fs::read_to_string(&current).unwrap()).unwrap();
+        for entry in metadata["metadata-log"].as_array().into_iter().flatten() {
+            named.insert(plain(entry["metadata-file"].as_str().unwrap()));
+        }
+        named.insert(current);
+    }
+    let mut unnamed = Vec::new();
+    let mut folders = vec![folder.to_path_buf()];
+    while let Some(dir) = folders.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = path.display().to_string();
+            if path.is_dir() {
+                folders.push(path);
+            } else if text.ends_with(".metadata.json") && !named.contains(&text) {
+                unnamed.push(text);
+            }
+        }
+    }
+    unnamed
+}
+
+/// Issue 43, item 8: a REST server takes changes, not files, and writes its own metadata
+/// file. Publishing table by table writes none of its own (nothing that would pile up
+/// unnamed), and a publish killed half way is still completed by the next command, from the
+/// changes its intent holds.
+#[test]
+fn on_rest_table_by_table_no_metadata_file_is_written_that_the_server_does_not_use() {
+    let server = Rustberg::start_on_files();
+    let p = loaded().on_rest_files_with(&server, "transactions = false\n");
+    p.json(&["run", "p"]);
+    p.write("data/2026-03-02.csv", "day,n\n2026-03-02,5\n");
+    // Killed after bronze.t moved, before silver.s did.
+    p.start_paused(&["run", "p"], "publishing", None).kill();
+    assert_eq!(
+        p.query("SELECT sum(n) FROM bronze.t"),
+        [[Some("12".into())]]
+    );
+    assert_eq!(
+        p.query("SELECT days, total FROM silver.s"),
+        [[Some("1".into()), Some("7".into())]]
+    );
+
+    let out = p.run(&["run", "p"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains("completed the publish of run") && log.contains("silver.s"),
+        "{log}"
+    );
+    assert_eq!(
+        p.query("SELECT count(*), sum(n) FROM bronze.t"),
+        [[Some("2".into()), Some("12".into())]]
+    );
+    assert_eq!(
+        p.query("SELECT days, total FROM silver.s"),
+        [[Some("2".into()), Some("12".into())]]
+    );
+    let folder = std::path::PathBuf::from(server.warehouse.trim_start_matches("file://"));
+    let unnamed =
+        unnamed_metadata_files(&p, &folder, &["bronze.t", "silver.s", "pipeline_meta.runs"]);
+    assert!(
+        unnamed.is_empty(),
+        "metadata files no table names: {unnamed:#?}"
+    );
+}

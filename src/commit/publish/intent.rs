@@ -13,7 +13,7 @@ use arrow::array::{ArrayRef, RecordBatch, StringArray};
 use futures::TryStreamExt;
 use iceberg::io::FileIO;
 use iceberg::spec::{DataFile, TableMetadata};
-use iceberg::MetadataLocation;
+use iceberg::{MetadataLocation, TableUpdate};
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Current, RemoteCatalog, Swap};
@@ -42,8 +42,13 @@ pub(super) struct IntentEntry {
     pub(super) from_snapshot: Option<i64>,
     /// `main` after the move (`None`: the table is emptied).
     pub(super) to_snapshot: Option<i64>,
-    /// The new metadata, already written.
+    /// The new metadata, already written (S3 Tables); empty where the catalog writes its own
+    /// file (REST).
     pub(super) metadata_file: String,
+    /// What moves the table from its base to its target, where the catalog takes changes and
+    /// not files (REST): how a recovery completes the move without a file of ours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) updates: Option<Vec<TableUpdate>>,
 }
 
 /// A publish in progress.
@@ -191,7 +196,7 @@ async fn move_control(
     current: &Current,
     new: &TableMetadata,
 ) -> Result<Swap> {
-    let file = write_next(&remote.file_io, &current.location, new).await?;
+    let file = written_if_taken(remote, &current.location, new).await?;
     remote
         .pointers
         .swap(
@@ -202,6 +207,21 @@ async fn move_control(
             new,
         )
         .await
+}
+
+/// Writes `metadata` as the version after `base_location` when the catalog moves tables to
+/// the engine's files (S3 Tables); returns its location, or `""` where the catalog writes its
+/// own (REST).
+pub(super) async fn written_if_taken(
+    remote: &RemoteCatalog,
+    base_location: &str,
+    metadata: &TableMetadata,
+) -> Result<String> {
+    if remote.takes_metadata_files() {
+        write_next(&remote.file_io, base_location, metadata).await
+    } else {
+        Ok(String::new())
+    }
 }
 
 /// Writes `metadata` as the version after `base_location`; returns its location.
@@ -357,6 +377,7 @@ mod tests {
                 from_snapshot: None,
                 to_snapshot: Some(7),
                 metadata_file: "m/00002-b.metadata.json".into(),
+                updates: None,
             }],
             record: None,
         };

@@ -25,12 +25,12 @@ use async_trait::async_trait;
 use iceberg::spec::TableMetadata;
 
 use super::intent::{
-    commit_control, finish, intent_of, is_pending, refuse_a_served_tick, write_next, Intent,
+    commit_control, finish, intent_of, is_pending, refuse_a_served_tick, written_if_taken, Intent,
     IntentEntry,
 };
 use super::publication::{locations, versions_of, Publication, PublishOutcome, Publisher};
 use super::recover::resolve;
-use crate::catalog::{RemoteCatalog, Swap};
+use crate::catalog::{table_updates, RemoteCatalog, Swap};
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
 use crate::records::{control_name, control_table, run_records, RunRecord};
@@ -107,8 +107,9 @@ impl Publisher for JournaledPublisher {
     }
 }
 
-/// Writes the new metadata file of every change (the version after its base); returns the
-/// intent's entries and, per change, its base and new metadata, in order.
+/// Writes the new metadata file of every change (the version after its base) where the
+/// catalog takes files, or notes the changes where it takes those (REST); returns the intent's
+/// entries and, per change, its base and new metadata, in order.
 async fn write_metadata_files(
     remote: &RemoteCatalog,
     publication: &Publication,
@@ -117,13 +118,18 @@ async fn write_metadata_files(
     let mut news = Vec::with_capacity(publication.changes.len());
     for change in &publication.changes {
         let (base_location, base, new) = versions_of(remote, change).await?;
-        let file = write_next(&remote.file_io, &base_location, &new).await?;
+        let file = written_if_taken(remote, &base_location, &new).await?;
+        let updates = match remote.takes_metadata_files() {
+            true => None,
+            false => Some(table_updates(&base, &new)?.1),
+        };
         entries.push(IntentEntry {
             table: change.table.to_string(),
             from_location: base_location,
             from_snapshot: base.current_snapshot_id(),
             to_snapshot: new.current_snapshot_id(),
             metadata_file: file,
+            updates,
         });
         news.push((base, new));
     }

@@ -13,7 +13,7 @@
 
 use iceberg::spec::{SnapshotReference, SnapshotRetention, TableMetadata, MAIN_BRANCH};
 
-use super::intent::{finish, intent_of, run_of, write_next, Intent, IntentEntry};
+use super::intent::{finish, intent_of, run_of, write_next, written_if_taken, Intent, IntentEntry};
 use crate::catalog::{PipelineCatalog, RemoteCatalog, Swap};
 use crate::error::{Error, Result};
 use crate::records::control_name;
@@ -201,7 +201,7 @@ async fn take_step(
     match step {
         Step::Forward => {
             let base = remote.read_metadata(&entry.from_location).await?;
-            let new = remote.read_metadata(&entry.metadata_file).await?;
+            let new = target_of(remote, entry, &base).await?;
             match remote
                 .pointers
                 .swap(table, &entry.from_location, &base, &entry.metadata_file, &new)
@@ -222,13 +222,13 @@ async fn take_step(
             // Back to the old version, but only from our target (never over a commit made
             // since), and as a fresh metadata file: a stale forward move expecting the old
             // location then fails instead of redoing the publish.
-            let target = remote.read_metadata(&entry.metadata_file).await?;
+            let (at, target) = reached(remote, entry, table).await?;
             let old = remote.read_metadata(&entry.from_location).await?;
-            let back = moved_back(&target, &old, &entry.metadata_file)?;
-            let fresh = write_next(&remote.file_io, &entry.metadata_file, &back).await?;
+            let back = moved_back(&target, &old, &at)?;
+            let fresh = written_if_taken(remote, &at, &back).await?;
             let swap = remote
                 .pointers
-                .swap(table, &entry.metadata_file, &target, &fresh, &back)
+                .swap(table, &at, &target, &fresh, &back)
                 .await?;
             moved_or_left(table, swap)
         }
@@ -244,6 +244,41 @@ async fn take_step(
         }
         Step::Fence | Step::Leave => Ok(false),
     }
+}
+
+/// The metadata a publish moves `entry`'s table to from `base`: its file (S3 Tables), or
+/// `base` with the intent's changes applied (REST, where the engine writes no file).
+async fn target_of(
+    remote: &RemoteCatalog,
+    entry: &IntentEntry,
+    base: &TableMetadata,
+) -> Result<TableMetadata> {
+    let Some(updates) = &entry.updates else {
+        return remote.read_metadata(&entry.metadata_file).await;
+    };
+    let mut builder = base.clone().into_builder(Some(entry.from_location.clone()));
+    for update in updates {
+        builder = update.clone().apply(builder)?;
+    }
+    Ok(builder.build()?.metadata)
+}
+
+/// Where `table`, found at its target, stands: the target's location and metadata (the
+/// engine's file on S3 Tables; on REST, the server's file, as the catalog has it now).
+async fn reached(
+    remote: &RemoteCatalog,
+    entry: &IntentEntry,
+    table: &TableName,
+) -> Result<(String, TableMetadata)> {
+    if remote.takes_metadata_files() {
+        let target = remote.read_metadata(&entry.metadata_file).await?;
+        return Ok((entry.metadata_file.clone(), target));
+    }
+    let now = remote.current(table).await?.ok_or_else(|| Error::Catalog {
+        catalog: remote.identity.clone(),
+        message: format!("table {table} disappeared while its publish was being rolled back"),
+    })?;
+    Ok((now.location, now.metadata))
 }
 
 /// Whether a table moved back; one another writer moved meanwhile stays as that writer put it.
@@ -313,6 +348,7 @@ mod tests {
             from_snapshot: Some(1),
             to_snapshot: Some(2),
             metadata_file: TARGET.into(),
+            updates: None,
         }
     }
 
