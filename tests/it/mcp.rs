@@ -14,19 +14,30 @@ fn drive(p: &Project, args: &[&str], calls: Value) -> Value {
     drive_over(p, args, calls, false)
 }
 
-/// [`drive`] over stdio, or over streamable HTTP on a free loopback port.
-fn drive_over(p: &Project, args: &[&str], calls: Value, http: bool) -> Value {
+/// [`drive`] over stdio, or over streamable HTTP on a free loopback port. The server runs
+/// in the project's environment and on its catalog, as its other commands do.
+pub fn drive_over(p: &Project, args: &[&str], calls: Value, http: bool) -> Value {
     let project = p.path().to_str().unwrap().to_string();
     let mut command = Command::new("python3");
     command.arg(repo().join("tests/mcp/drive.py"));
     if http {
         command.arg("--http");
     }
-    let out = command
+    let env: serde_json::Map<String, Value> = p
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    command
+        .args(["--env", &Value::Object(env).to_string()])
         .arg(calls.to_string())
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_pipeline"))
-        .args(["mcp", "--project", &project])
+        .args(["mcp", "--project", &project]);
+    if let Some(catalog) = &p.catalog {
+        command.args(["--catalog", catalog]);
+    }
+    let out = command
         .args(args)
         .output()
         .expect("python3 must be installed (see tests/run-all.sh)");

@@ -275,6 +275,26 @@ fn a_failing_signed_run_shows_neither_the_secret_nor_the_session_token_anywhere(
         "--json",
     ]);
     let text = p.run(&["schedule", "tick", "--now", "2026-03-01T02:06:00Z"]);
+    // An agent asks the MCP server for the runs (the failed tick's error) and the tables
+    // (refused now: the server's echo is in the answer).
+    let mcp = crate::mcp::drive_over(
+        &p,
+        &[],
+        serde_json::json!([
+            {"tool": "list_runs", "arguments": {}},
+            {"tool": "list_tables", "arguments": {}},
+        ]),
+        false,
+    );
+    let refusal = &mcp["calls"][1];
+    assert_eq!(refusal["is_error"], true, "{refusal}");
+    assert!(
+        refusal["text"]
+            .as_str()
+            .unwrap()
+            .contains("x-amz-security-token:<redacted>"),
+        "{refusal}"
+    );
     let sinks = [
         (
             "tick --json stdout",
@@ -294,6 +314,7 @@ fn a_failing_signed_run_shows_neither_the_secret_nor_the_session_token_anywhere(
             p.json(&["schedule", "status", "--now", "2026-03-01T02:07:00Z"])
                 .to_string(),
         ),
+        ("mcp answers", mcp.to_string()),
     ];
     let reports: serde_json::Value = serde_json::from_slice(&tick.stdout).unwrap();
     assert_eq!(reports[0]["result"], "failed", "{reports}");

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drives `pipeline mcp` with the official MCP Python SDK (`mcp` on PyPI), as an agent would.
 
-    python3 tests/mcp/drive.py [--http] CALLS_JSON -- COMMAND [ARGS...]
+    python3 tests/mcp/drive.py [--http] [--env ENV_JSON] CALLS_JSON -- COMMAND [ARGS...]
 
 Starts COMMAND as an MCP server over stdio (with --http: starts `COMMAND ARGS --http
 127.0.0.1:0`, reads the URL it prints on stderr, and connects with the SDK's streamable HTTP
@@ -10,18 +10,21 @@ client; the server is stopped at the end), initializes (client name `pipeline-te
 `{"tool": NAME, "arguments": {...}}`) in order. Prints one JSON object on stdout:
 `{"server": {...}, "instructions": ..., "tools": [{"name", "read_only", "destructive"}],
 "calls": [{"tool", "is_error", "text"} or {"tool", "protocol_error"}]}`. The server's stderr
-(its call log) goes to this process's stderr.
+(its call log) goes to this process's stderr. ENV_JSON (an object of names and values) is
+added to the server's environment, as an agent's `env` setting would (over stdio the SDK
+otherwise passes only a few safe variables such as PATH and HOME).
 """
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
 import threading
 
 from mcp import ClientSession, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 
@@ -57,15 +60,20 @@ async def session_calls(read, write, calls):
         return out
 
 
-async def over_stdio(calls, command, args):
-    params = StdioServerParameters(command=command, args=args)
+async def over_stdio(calls, command, args, env):
+    params = StdioServerParameters(
+        command=command, args=args, env={**get_default_environment(), **env}
+    )
     async with stdio_client(params) as (read, write):
         return await session_calls(read, write, calls)
 
 
-async def over_http(calls, command, args):
+async def over_http(calls, command, args, env):
     server = subprocess.Popen(
-        [command, *args, "--http", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True
+        [command, *args, "--http", "127.0.0.1:0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
     )
     try:
         url = None
@@ -95,11 +103,15 @@ def main():
     http = argv[:1] == ["--http"]
     if http:
         argv = argv[1:]
+    env = {}
+    if argv[:1] == ["--env"]:
+        env = json.loads(argv[1])
+        argv = argv[2:]
     if len(argv) < 3 or argv[1] != "--":
         sys.exit(__doc__)
     calls = json.loads(argv[0])
     transport = over_http if http else over_stdio
-    result = asyncio.run(transport(calls, argv[2], argv[3:]))
+    result = asyncio.run(transport(calls, argv[2], argv[3:], env))
     print(json.dumps(result))
 
 
