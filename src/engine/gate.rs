@@ -12,7 +12,8 @@
 //!          overflow a thread's stack further down); every table it reads a catalog table
 //!          written `namespace.table` (never a file or a URL)
 //!  plan    planned against the tables the caller registered (only those it names), and the
-//!          plan verified to hold no DDL, DML, COPY or other statement
+//!          plan verified to hold no DDL, DML, COPY or other statement, and no call that would
+//!          build a value over 64 MiB from constants (`repeat('x', 2000000000)`; sizes.rs)
 //! ```
 //!
 //! What passes is an [`Admitted`] statement: nothing else can be planned here, so an entry
@@ -29,6 +30,8 @@ use datafusion::sql::parser::{DFParserBuilder, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::{
     Expr as SqlExpr, ExprWithAlias, Query, SetExpr, Spanned, Statement, Visit, Visitor,
 };
+
+mod sizes;
 
 use super::message::clean_message;
 use crate::spec::{is_identifier, TableName};
@@ -287,7 +290,20 @@ pub async fn plan(state: &SessionState, admitted: Admitted) -> Result<LogicalPla
                 clean_message(&e)
             ))
         })?;
+    if let Some(big) = sizes::too_large_in_plan(&plan) {
+        return Err(too_large(big));
+    }
     Ok(plan)
+}
+
+/// The refusal of a call that would build `big` from constants.
+fn too_large(big: sizes::TooLarge) -> Refusal {
+    Refusal::new(format!(
+        "`{}` would build a value of about {} MiB from the query's constants; one value may be at most {} MiB: use smaller arguments",
+        big.function,
+        big.bytes >> 20,
+        sizes::MAX_CONSTANT_BYTES >> 20
+    ))
 }
 
 /// Admits `sql` for `entry`, plans it in `ctx` and returns it ready to run: what the engine's
@@ -307,9 +323,13 @@ pub fn plan_expression(
     expr: ExprWithAlias,
     schema: &DFSchema,
 ) -> Result<Expr, Refusal> {
-    state
+    let expr = state
         .create_logical_expr_from_sql_expr(expr, schema)
-        .map_err(|e| Refusal::new(clean_message(&e)))
+        .map_err(|e| Refusal::new(clean_message(&e)))?;
+    match sizes::too_large(&expr) {
+        Some(big) => Err(too_large(big)),
+        None => Ok(expr),
+    }
 }
 
 /// Admits the SQL expression `sql` and plans it over `schema` ([`admit_expression`], then

@@ -55,6 +55,23 @@ fn hostile(leak: &str) -> Vec<(String, &'static str)> {
             ),
             "nest more than 256",
         ),
+        // Values built from constants beyond what any memory pool accounts for (issue 44).
+        (
+            "SELECT count(*) FROM unnest(range(1, 2000000000))".into(),
+            "`range` would build a value",
+        ),
+        (
+            "SELECT length(repeat('x', 2000000000)) AS n".into(),
+            "`repeat` would build a value",
+        ),
+        (
+            "SELECT length(lpad('x', 2000000000)) AS n".into(),
+            "`lpad` would build a value",
+        ),
+        (
+            "SELECT cardinality(array_repeat(1, 1000000000)) AS n".into(),
+            "`array_repeat` would build a value",
+        ),
     ]
 }
 

@@ -80,3 +80,76 @@ fn a_huge_string_is_refused_before_parsing() {
         "{refused}"
     );
 }
+
+async fn planned(sql: &str) -> Result<LogicalPlan, Refusal> {
+    let ctx = SessionContext::new();
+    plan(&ctx.state(), admit(sql, Entry::Query)?).await
+}
+
+#[tokio::test]
+async fn values_built_from_constants_are_bounded_and_the_function_named() {
+    for (sql, function) in [
+        ("SELECT count(*) FROM unnest(range(1, 2000000000))", "range"),
+        ("SELECT count(*) FROM unnest(range(1, 200000000))", "range"),
+        (
+            "SELECT count(*) FROM unnest(generate_series(-5, 20000000 * 1000, 2))",
+            "generate_series",
+        ),
+        ("SELECT length(repeat('x', 2000000000)) AS n", "repeat"),
+        ("SELECT length(lpad('x', 2000000000)) AS n", "lpad"),
+        (
+            "SELECT length(rpad('x', CAST(2000000000 AS BIGINT), 'ab')) AS n",
+            "rpad",
+        ),
+        (
+            "SELECT cardinality(array_repeat(1, 1000000000)) AS n",
+            "array_repeat",
+        ),
+        (
+            "SELECT cardinality(list_repeat('abc', 100000000)) AS n",
+            "array_repeat",
+        ),
+        // Each call small, their product not.
+        (
+            "SELECT cardinality(array_repeat(array_repeat(1, 100000), 100000)) AS n",
+            "array_repeat",
+        ),
+        (
+            "SELECT length(replace(repeat('x', 1000000), 'x', repeat('y', 1000))) AS n",
+            "replace",
+        ),
+        (
+            "SELECT length(repeat(repeat('x', 100000), 100000)) AS n",
+            "repeat",
+        ),
+        (
+            "SELECT cardinality(array_resize([1], 1000000000, 0)) AS n",
+            "array_resize",
+        ),
+        (
+            "SELECT * FROM (SELECT 1 AS a) WHERE a IN (SELECT length(repeat('x', 2000000000)))",
+            "repeat",
+        ),
+    ] {
+        let refused = planned(sql).await.unwrap_err();
+        assert!(
+            refused
+                .message
+                .contains(&format!("`{function}` would build a value")),
+            "{sql}: {refused}"
+        );
+    }
+    for sql in [
+        "SELECT count(*) FROM unnest(range(1, 1000000))",
+        "SELECT repeat('-', 80), lpad('7', 3, '0'), rpad('a', 10)",
+        "SELECT cardinality(array_repeat(0, 1000))",
+        "SELECT replace('a-b-c', '-', '+')",
+        "SELECT unnest(generate_series(DATE '2020-01-01', DATE '2030-01-01', INTERVAL '1 day'))",
+    ] {
+        assert!(
+            planned(sql).await.is_ok(),
+            "{sql}: {:?}",
+            planned(sql).await.err()
+        );
+    }
+}
