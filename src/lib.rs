@@ -21,7 +21,8 @@
 //! catalog  write  engine  lineage   catalogs; Parquet writers; DataFusion sessions and the
 //!                              SQL gate; column lineage
 //! spec                         the TOML model
-//! secrets  output  fault       leaves: secret redaction, terminal output, crash points
+//! secrets  output  fault  memory_cap   leaves: secret redaction, terminal output, crash
+//!                              points, the memory ceiling of `pipeline query`
 //! error                        the engine's one error type
 //! ```
 //!
@@ -47,6 +48,7 @@ pub mod inspect;
 pub mod lineage;
 pub mod maintain;
 pub mod mcp;
+pub mod memory_cap;
 pub mod operation;
 pub mod output;
 pub mod plan;

@@ -406,6 +406,10 @@ pub enum Command {
         /// Seconds a query may run.
         #[arg(long, value_name = "SECONDS", default_value_t = 60)]
         query_timeout: u64,
+        /// Memory a query may hold, in MiB: each query runs in a process of its own, stopped
+        /// at this ceiling (the call is answered with the error, the server goes on).
+        #[arg(long, value_name = "MIB", default_value_t = 2048)]
+        query_memory_mb: usize,
         /// Serve MCP's streamable HTTP transport at http://ADDR/mcp instead of stdio, e.g.
         /// 127.0.0.1:8765 (port 0 picks a free one). Keep it on loopback unless a proxy in
         /// front authenticates clients: the server itself does not.
@@ -433,6 +437,15 @@ pub enum Command {
     #[command(verbatim_doc_comment)]
     Executor(super::cluster::ExecutorArgs),
     /// Run a SELECT over catalog tables and print the result.
+    ///
+    /// The query runs within a memory ceiling (--max-memory-mb): a query that needs more stops
+    /// with one sentence and exit code 2, without touching the machine's other work. Sorts and
+    /// aggregations spill to disk at half the ceiling first.
+    ///
+    /// Examples:
+    ///   pipeline query "SELECT month, revenue FROM gold.monthly_revenue ORDER BY month"
+    ///   pipeline query --max-memory-mb 8192 --timeout 600 "SELECT ... FROM silver.orders ..."
+    #[command(verbatim_doc_comment)]
     Query {
         /// One SELECT; tables are written namespace.table.
         sql: String,
@@ -441,6 +454,26 @@ pub enum Command {
         as_of: Option<i64>,
         #[arg(long)]
         pipeline: Option<String>,
+        /// The most memory the query may hold, in MiB [default: 2048, or the query engine's
+        /// spill budget PIPELINE_MEMORY_LIMIT_MB + 1024 when that is more].
+        #[arg(long, value_name = "MIB")]
+        max_memory_mb: Option<usize>,
+        /// Stop the query after this many seconds [default: no limit].
+        #[arg(long, value_name = "SECONDS")]
+        timeout: Option<u64>,
+    },
+    /// One query of the MCP server, in a process of its own (internal: `pipeline mcp` starts
+    /// it). Reads one SELECT on stdin; prints the capped rows as JSON.
+    #[command(hide = true)]
+    AgentQuery {
+        #[arg(long = "as-of", value_name = "SNAPSHOT_ID")]
+        as_of: Option<i64>,
+        #[arg(long)]
+        max_rows: usize,
+        #[arg(long)]
+        max_bytes: usize,
+        #[arg(long)]
+        max_memory_mb: usize,
     },
 }
 

@@ -10,6 +10,7 @@ use super::maintain;
 use super::print;
 use super::print_runs;
 use super::progress::Progress;
+use super::query;
 use super::schedule;
 use crate::catalog::{open_project_catalog, PipelineCatalog};
 use crate::error::{Error, Result};
@@ -130,12 +131,14 @@ async fn read_or_serve(cx: &Context<'_>, command: &Command) -> Result<()> {
             max_rows,
             max_bytes,
             query_timeout,
+            query_memory_mb,
             http,
         } => {
             let limits = crate::mcp::Limits {
                 max_rows: *max_rows,
                 max_bytes: *max_bytes,
                 timeout: std::time::Duration::from_secs(*query_timeout),
+                max_memory_mb: *query_memory_mb,
             };
             let lake = crate::mcp::Lake::new(
                 cx.project.clone(),
@@ -204,10 +207,28 @@ async fn inspect_catalog(cx: &Context<'_>, command: &Command) -> Result<()> {
             sql,
             as_of,
             pipeline,
+            max_memory_mb,
+            timeout,
         } => {
+            query::ceiling(query::default_ceiling_mb(*max_memory_mb), query::CLI_HINT)?;
             let catalog = cx.open_catalog(pipeline).await?;
-            let (schema, batches) = inspect::query(&catalog, sql, *as_of).await?;
-            print::query(&schema, &batches, json)?;
+            query::print_query(&catalog, sql, *as_of, *timeout, json).await?;
+        }
+        Command::AgentQuery {
+            as_of,
+            max_rows,
+            max_bytes,
+            max_memory_mb,
+        } => {
+            query::ceiling(*max_memory_mb, query::AGENT_HINT)?;
+            let catalog = cx.open_catalog(&None).await?;
+            let limits = crate::mcp::Limits {
+                max_rows: *max_rows,
+                max_bytes: *max_bytes,
+                max_memory_mb: *max_memory_mb,
+                ..Default::default()
+            };
+            query::agent_query(&catalog, *as_of, limits).await?;
         }
         _ => unreachable!("execute and read_or_serve run every other command"),
     }

@@ -14,6 +14,7 @@ pub mod maintain;
 pub mod print;
 pub mod print_runs;
 pub mod progress;
+pub mod query;
 pub mod schedule;
 
 use std::process::ExitCode;

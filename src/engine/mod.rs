@@ -20,8 +20,8 @@ pub use message::clean_message;
 pub use parquet_scan::{local_url, native_path, read_by_name_refusal, table_provider};
 pub use row_count::CountedTable;
 pub use session::{
-    new_session, register_table, return_freed_memory, runtime_env, session_over,
-    DEFAULT_MEMORY_LIMIT_MB, WORKER_STACK_BYTES,
+    memory_limit_mb, new_session, register_table, return_freed_memory, runtime_env, session_over,
+    set_memory_limit_mb, DEFAULT_MEMORY_LIMIT_MB, WORKER_STACK_BYTES,
 };
 pub use sql_lines::{line_naming, line_of_quoted_name, lines_naming};
 pub use window_rule::{SortedRowNumberExec, StreamingRowNumber};

@@ -1,5 +1,6 @@
 //! The DataFusion session a transform runs in: only the tables registered here exist.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use datafusion::catalog::{MemorySchemaProvider, TableProvider};
@@ -23,17 +24,36 @@ pub const WORKER_STACK_BYTES: usize = 16 * 1024 * 1024;
 /// Default memory budget of query execution, shared by all transforms of a process.
 pub const DEFAULT_MEMORY_LIMIT_MB: usize = 1024;
 
-/// The process-wide execution environment: one memory pool of `PIPELINE_MEMORY_LIMIT_MB`
-/// (default 1024) shared fairly by every running query; sorts and aggregations that need more
-/// spill to temporary files instead of growing the process.
-pub fn runtime_env() -> Arc<RuntimeEnv> {
-    static ENV: OnceLock<Arc<RuntimeEnv>> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let mb = std::env::var("PIPELINE_MEMORY_LIMIT_MB")
+/// The pool size a command set for this process ([`set_memory_limit_mb`]); 0: none set.
+static LIMIT_MB: AtomicUsize = AtomicUsize::new(0);
+
+/// The size of the process's memory pool, in MiB: what [`set_memory_limit_mb`] set, else
+/// `PIPELINE_MEMORY_LIMIT_MB`, else 1024.
+pub fn memory_limit_mb() -> usize {
+    match LIMIT_MB.load(Ordering::SeqCst) {
+        0 => std::env::var("PIPELINE_MEMORY_LIMIT_MB")
             .ok()
             .and_then(|v| v.trim().parse::<usize>().ok())
             .filter(|v| *v > 0)
-            .unwrap_or(DEFAULT_MEMORY_LIMIT_MB);
+            .unwrap_or(DEFAULT_MEMORY_LIMIT_MB),
+        mb => mb,
+    }
+}
+
+/// Sizes the process's memory pool (a command with a memory ceiling keeps the pool below
+/// it, so operators spill before the ceiling strikes). Only before the first query of the
+/// process: the pool is made once.
+pub fn set_memory_limit_mb(mb: usize) {
+    LIMIT_MB.store(mb.max(1), Ordering::SeqCst);
+}
+
+/// The process-wide execution environment: one memory pool of [`memory_limit_mb`] shared
+/// fairly by every running query; sorts and aggregations that need more spill to temporary
+/// files instead of growing the process.
+pub fn runtime_env() -> Arc<RuntimeEnv> {
+    static ENV: OnceLock<Arc<RuntimeEnv>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mb = memory_limit_mb();
         let pool = Arc::new(FairSpillPool::new(mb * 1024 * 1024));
         RuntimeEnvBuilder::new()
             .with_memory_pool(pool)

@@ -1,6 +1,7 @@
 //! A query's result for an agent: at most `max_rows` rows and `max_bytes` bytes of JSON, read
-//! from the stream until either cap (the rest is never computed), within `timeout`; the
-//! result says when and why it was cut.
+//! from the stream until either cap (the rest is never computed); the result says when and
+//! why it was cut. The call runs in a child process within `timeout` and `max_memory_mb`
+//! (`isolated.rs`).
 
 use std::time::Duration;
 
@@ -8,7 +9,6 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use crate::catalog::PipelineCatalog;
-use crate::engine::WORKER_STACK_BYTES;
 use crate::error::{Error, Result};
 use crate::inspect::query_stream;
 use crate::output::batches_to_json;
@@ -19,6 +19,8 @@ pub struct Limits {
     pub max_rows: usize,
     pub max_bytes: usize,
     pub timeout: Duration,
+    /// The memory ceiling of the query's process, in MiB.
+    pub max_memory_mb: usize,
 }
 
 impl Default for Limits {
@@ -27,6 +29,7 @@ impl Default for Limits {
             max_rows: 1000,
             max_bytes: 1024 * 1024,
             timeout: Duration::from_secs(60),
+            max_memory_mb: 2048,
         }
     }
 }
@@ -42,56 +45,9 @@ pub struct CappedResult {
     pub truncated_by: Option<String>,
 }
 
-/// Runs `sql` (one SELECT) over `catalog` within `limits`, on a runtime of its own: when the
-/// timeout strikes, the answer goes back at once and that runtime is abandoned (its tasks are
-/// dropped at their next yield), so an operator busy inside one long step neither delays the
-/// answer nor holds up the server or its exit.
-pub async fn capped_query(
-    catalog: PipelineCatalog,
-    sql: String,
-    as_of: Option<i64>,
-    limits: Limits,
-) -> Result<CappedResult> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("mcp-query".into())
-        .stack_size(WORKER_STACK_BYTES)
-        .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .thread_stack_size(WORKER_STACK_BYTES)
-                .build()
-            {
-                Ok(r) => r,
-                Err(e) => {
-                    let _ = tx.send(Some(Err(Error::Internal(format!(
-                        "cannot start a query runtime: {e}"
-                    )))));
-                    return;
-                }
-            };
-            let result = runtime.block_on(async {
-                tokio::time::timeout(limits.timeout, collect(&catalog, &sql, as_of, limits)).await
-            });
-            let _ = tx.send(result.ok());
-            runtime.shutdown_background();
-        })
-        .map_err(|e| Error::Internal(format!("cannot start a query thread: {e}")))?;
-    let answer = tokio::time::timeout(limits.timeout, rx).await;
-    match answer {
-        Ok(Ok(Some(result))) => result,
-        Ok(Err(_)) => Err(Error::Internal(
-            "the query thread ended without an answer".into(),
-        )),
-        Ok(Ok(None)) | Err(_) => Err(Error::Usage(format!(
-            "query: stopped after the {} s timeout; narrow it (a WHERE on a partition column, a LIMIT)",
-            limits.timeout.as_secs()
-        ))),
-    }
-}
-
-/// The capped rows of `sql`, read from its stream until a cap.
-async fn collect(
+/// The capped rows of `sql`, read from its stream until a cap: what the child process of
+/// one MCP `query` call (`pipeline agent-query`) prints.
+pub async fn capped_rows(
     catalog: &PipelineCatalog,
     sql: &str,
     as_of: Option<i64>,

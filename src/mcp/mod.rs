@@ -6,15 +6,17 @@
 //! with `--allow-write`: otherwise they are absent from the tool list and refused if called.
 //! Each requires a `reason`, recorded in the run's receipt with the client's name and version.
 //! Queries are one SELECT, verified read-only by DataFusion's `SQLOptions`, over catalog
-//! tables only, with a row cap, a byte cap and a timeout ([`Limits`]). Every call is logged
+//! tables only, with a row cap, a byte cap, a timeout and a memory ceiling ([`Limits`]), each
+//! in a child process of its own (`isolated.rs`). Every call is logged
 //! (stderr, `tracing`: tool, arguments, outcome, time).
 
 mod capped;
+mod isolated;
 mod read;
 mod server;
 mod write;
 
-pub use capped::Limits;
+pub use capped::{capped_rows, CappedResult, Limits};
 pub use server::Lake;
 
 use rmcp::ServiceExt;

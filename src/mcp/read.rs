@@ -7,7 +7,7 @@ use rmcp::{schemars, tool, tool_router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::capped::capped_query;
+use super::isolated::query_in_child;
 use super::server::{answer, Lake};
 use crate::error::{Error, Result};
 use crate::inspect;
@@ -129,14 +129,21 @@ impl Lake {
     }
 
     #[tool(
-        description = "Run one read-only SELECT over catalog tables (namespace.table). Returns columns and rows as JSON, capped in rows and bytes (the result says when it was cut), within a timeout. DDL, DML, COPY and file or URL tables are refused.",
+        description = "Run one read-only SELECT over catalog tables (namespace.table). Returns columns and rows as JSON, capped in rows and bytes (the result says when it was cut), within a timeout and a memory ceiling (a query past either is stopped with an error saying so; narrow it and call again). DDL, DML, COPY and file or URL tables are refused.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn query(&self, Parameters(a): Parameters<QueryArgs>) -> CallToolResult {
         answer(
             async {
-                let catalog = self.open_catalog(None).await?;
-                capped_query(catalog, a.sql, a.as_of, self.limits).await
+                let catalog = self.catalog_name();
+                query_in_child(
+                    self.project(),
+                    catalog.as_deref(),
+                    &a.sql,
+                    a.as_of,
+                    self.limits,
+                )
+                .await
             }
             .await,
         )

@@ -35,6 +35,7 @@ mod parallel_writes;
 mod parquet_scan;
 mod partitioning;
 mod quarantine;
+mod query_limits;
 mod remote;
 mod remote_catalogs;
 mod rest_client;

@@ -17,8 +17,30 @@ fn drive(p: &Project, args: &[&str], calls: Value) -> Value {
 /// [`drive`] over stdio, or over streamable HTTP on a free loopback port. The server runs
 /// in the project's environment and on its catalog, as its other commands do.
 pub fn drive_over(p: &Project, args: &[&str], calls: Value, http: bool) -> Value {
+    drive_within(p, args, calls, http, None)
+}
+
+/// [`drive_over`], the client and the server (and what it starts) under an address-space
+/// limit of `ulimit_kb` KiB when given (`ulimit -v`): a test of memory ceilings that fail
+/// stops itself, never the machine.
+pub fn drive_within(
+    p: &Project,
+    args: &[&str],
+    calls: Value,
+    http: bool,
+    ulimit_kb: Option<u64>,
+) -> Value {
     let project = p.path().to_str().unwrap().to_string();
-    let mut command = Command::new("python3");
+    let mut command = match ulimit_kb {
+        Some(kb) => {
+            let mut sh = Command::new("sh");
+            sh.arg("-c")
+                .arg(format!("ulimit -v {kb} && exec python3 \"$@\""))
+                .arg("sh");
+            sh
+        }
+        None => Command::new("python3"),
+    };
     command.arg(repo().join("tests/mcp/drive.py"));
     if http {
         command.arg("--http");
@@ -96,7 +118,7 @@ fn an_agent_reads_the_lake_and_cannot_write_to_it() {
     p.json(&["run", "retail"]);
     let seen = drive(
         &p,
-        &["--max-rows", "5", "--query-timeout", "1"],
+        &["--max-rows", "5", "--query-timeout", "4"],
         json!([
             {"tool": "list_tables"},
             {"tool": "query", "arguments": {"sql": "SELECT CAST(month AS VARCHAR) AS month, orders, customers, revenue FROM gold.monthly_revenue ORDER BY month"}},
@@ -209,7 +231,7 @@ fn an_agent_reads_the_lake_and_cannot_write_to_it() {
     assert!(refused(&calls[9]).contains("--allow-write"));
     assert_eq!(p.json(&["runs"]).as_array().unwrap().len(), 1);
 
-    // 39^6 rows to count: stopped by the 1 s timeout, answered then (not when the busy
+    // 39^6 rows to count: stopped by the 4 s timeout, answered then (not when the busy
     // operator next yields), and the server answers the next calls.
     assert!(refused(&calls[10]).contains("timeout"));
     let log = seen["server_log"].as_str().unwrap();

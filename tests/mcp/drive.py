@@ -5,7 +5,8 @@
 
 Starts COMMAND as an MCP server over stdio (with --http: starts `COMMAND ARGS --http
 127.0.0.1:0`, reads the URL it prints on stderr, and connects with the SDK's streamable HTTP
-client; the server is stopped at the end), initializes (client name `pipeline-tests`, version
+client; the server is stopped at the end, and its peak resident memory reported as
+`server_peak_rss_kb`), initializes (client name `pipeline-tests`, version
 `1.0`), lists the tools, then makes each call of CALLS_JSON (a JSON list of
 `{"tool": NAME, "arguments": {...}}`) in order. Prints one JSON object on stdout:
 `{"server": {...}, "instructions": ..., "tools": [{"name", "read_only", "destructive"}],
@@ -92,10 +93,20 @@ async def over_http(calls, command, args, env):
         async with streamable_http_client(url) as (read, write, *_):
             result = await session_calls(read, write, calls)
         result["url"] = url
+        result["server_peak_rss_kb"] = peak_rss_kb(server.pid)
         return result
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def peak_rss_kb(pid):
+    """The most resident memory process `pid` held so far (Linux's VmHWM), in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return None
 
 
 def main():
