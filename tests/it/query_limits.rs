@@ -18,6 +18,19 @@ const HOSTILE: &str = "SELECT sum(cardinality(array_repeat(customer_id, customer
 /// Counts 9e12 pairs: runs until stopped.
 const ENDLESS: &str = "SELECT count(*) FROM unnest(range(1, 3000000)) AS a(x) JOIN unnest(range(1, 3000000)) AS b(y) ON x % 1000 = y % 1000";
 
+/// The statements issue 44 measured (each aborted the process or took the host's memory),
+/// with the function the gate names.
+const ISSUE_STATEMENTS: [(&str, &str); 5] = [
+    ("SELECT count(*) FROM unnest(range(1, 2000000000))", "range"),
+    ("SELECT count(*) FROM unnest(range(1, 200000000))", "range"),
+    ("SELECT length(repeat('x', 2000000000)) AS n", "repeat"),
+    ("SELECT length(lpad('x', 2000000000)) AS n", "lpad"),
+    (
+        "SELECT cardinality(array_repeat(1, 1000000000)) AS n",
+        "array_repeat",
+    ),
+];
+
 /// `pipeline ARGS` for `p` under an address-space limit of 6 GB; (exit code, stdout, stderr).
 fn limited(p: &Project, args: &[&str]) -> (Option<i32>, String, String) {
     let inner = p.command(args);
@@ -56,6 +69,17 @@ fn a_query_past_the_memory_ceiling_stops_with_one_sentence_and_exit_2() {
         assert_eq!(
             stderr.trim(),
             format!("error: stopped: the query needed more than {ceiling} MiB of memory; narrow it (a WHERE on a partition column, fewer columns, a LIMIT), or raise --max-memory-mb"),
+        );
+    }
+    // The issue's statements, whose sizes are the statement's own constants: refused by the
+    // gate before anything is built, naming the function.
+    for (sql, function) in ISSUE_STATEMENTS {
+        let (code, _, stderr) = limited(&p, &["query", sql]);
+        assert_eq!(code, Some(2), "{sql}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{sql}: {stderr}");
+        assert!(
+            stderr.contains(&format!("`{function}` would build a value")),
+            "{sql}: {stderr}"
         );
     }
     // A legitimate query with a large constant (64 MB of range) still answers, by hand:
@@ -107,6 +131,10 @@ fn an_agents_query_past_the_ceiling_is_answered_and_the_server_goes_on() {
             {"tool": "query", "arguments": {"sql": "SELECT count(*) FROM unnest(range(1, 2000000000))"}},
             {"tool": "query", "arguments": {"sql": ENDLESS}},
             {"tool": "query", "arguments": {"sql": "SELECT count(*) AS n FROM silver.customers"}},
+            {"tool": "query", "arguments": {"sql": ISSUE_STATEMENTS[1].0}},
+            {"tool": "query", "arguments": {"sql": ISSUE_STATEMENTS[2].0}},
+            {"tool": "query", "arguments": {"sql": ISSUE_STATEMENTS[3].0}},
+            {"tool": "query", "arguments": {"sql": ISSUE_STATEMENTS[4].0}},
         ]),
         true,
         Some(6_000_000),
@@ -137,6 +165,14 @@ fn an_agents_query_past_the_ceiling_is_answered_and_the_server_goes_on() {
     let customers = crate::common::expected_retail()["counts"]["silver.customers"].clone();
     let answered: serde_json::Value = serde_json::from_str(&text(4)).unwrap();
     assert_eq!(answered["rows"], json!([[customers]]), "{answered}");
+    for (i, (sql, function)) in ISSUE_STATEMENTS.iter().enumerate().skip(1) {
+        let call = &calls[4 + i];
+        assert_eq!(call["is_error"], true, "{sql}: {call}");
+        assert!(
+            text(4 + i).contains(&format!("`{function}` would build a value")),
+            "{sql}: {call}"
+        );
+    }
     let peak_kb = seen["server_peak_rss_kb"].as_u64().unwrap();
     assert!(
         peak_kb < 256 * 1024,
