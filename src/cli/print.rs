@@ -150,9 +150,11 @@ pub fn validate(spec: &Pipeline, v: &Validated, as_json: bool) {
                 serde_json::json!({"job": kind, "table": table, "inputs": inputs})
             })
             .collect();
+        let (on, why) = after_run(spec);
         say!(
             "{}",
-            serde_json::json!({"pipeline": spec.name, "valid": true, "jobs_in_order": order, "jobs": detail})
+            serde_json::json!({"pipeline": spec.name, "valid": true, "jobs_in_order": order, "jobs": detail,
+                "maintenance_after_run": {"on": on, "why": why}})
         );
         return;
     }
@@ -169,6 +171,22 @@ pub fn validate(spec: &Pipeline, v: &Validated, as_json: bool) {
             say!("  {kind:<9} {table}  <- {}", inputs.join(", "));
         }
     }
+    let (on, why) = after_run(spec);
+    say!(
+        "  maintenance after each run: {} ({why})",
+        if on { "on" } else { "off" }
+    );
+}
+
+/// Whether runs of `spec` maintain their tables, and why.
+fn after_run(spec: &Pipeline) -> (bool, String) {
+    let on = spec.maintains_after_run();
+    let why = match (spec.maintenance.after_run, spec.catalog.maintains_tables()) {
+        (Some(_), _) => "`[maintenance] after_run` says so".to_string(),
+        (None, false) => "the default: this catalog does not maintain its tables itself; `[maintenance] after_run = false` turns it off".to_string(),
+        (None, true) => "the default: this catalog maintains its tables itself; `[maintenance] after_run = true` turns it on".to_string(),
+    };
+    (on, why)
 }
 
 /// `pipeline plan`: the schema changes and what they break.

@@ -34,6 +34,10 @@ pub struct Expiry {
     pub protect: HashSet<i64>,
     /// Retention's batching: nothing expires until a quarter more than `keep_last` piled up.
     pub batch: bool,
+    /// `[retention] max_snapshots`, applied as at a run's publish on top of the rest: the
+    /// snapshots it would expire expire too (a maintenance commit then keeps a table within
+    /// the retention a run's commit keeps it in).
+    pub retain_at_most: Option<usize>,
 }
 
 /// Expires the oldest snapshots of a staged table beyond `keep` (see the module doc).
@@ -48,6 +52,7 @@ pub async fn expire_snapshots(
         before_ms: None,
         protect: HashSet::new(),
         batch: true,
+        retain_at_most: None,
     };
     Ok(expire_with(staged, &expiry, file_io).await?.len())
 }
@@ -156,6 +161,22 @@ pub async fn expire_metadata(
 /// The snapshots of `metadata` that `expiry` lets expire, `main` being at `head` (see
 /// [`expire_metadata`]). Reads nothing: what `pipeline maintain --plan` counts.
 pub fn expirable(metadata: &TableMetadata, head: i64, expiry: &Expiry) -> HashSet<i64> {
+    let mut expired = candidates(metadata, head, expiry);
+    if let Some(at_most) = expiry.retain_at_most {
+        let retention = Expiry {
+            keep_last: at_most,
+            before_ms: None,
+            protect: HashSet::new(),
+            batch: true,
+            retain_at_most: None,
+        };
+        expired.extend(candidates(metadata, head, &retention));
+    }
+    keep_lineage_of_kept(metadata, head, expired)
+}
+
+/// The snapshots `expiry` lets expire, before keeping what kept snapshots descend from.
+fn candidates(metadata: &TableMetadata, head: i64, expiry: &Expiry) -> HashSet<i64> {
     let keep = expiry.keep_last.max(1);
     if expiry.batch && metadata.snapshots().count() <= keep + (keep / 4).max(1) {
         return HashSet::new();
@@ -168,8 +189,7 @@ pub fn expirable(metadata: &TableMetadata, head: i64, expiry: &Expiry) -> HashSe
         .snapshot_by_id(ancestry[keep - 1])
         .map_or(i64::MIN, |s| s.timestamp_ms());
     let heads = ref_heads(metadata);
-    let on_main: HashSet<i64> = ancestry.iter().copied().collect();
-    let mut expired: HashSet<i64> = metadata
+    metadata
         .snapshots()
         .filter(|s| {
             s.timestamp_ms() < cutoff
@@ -180,7 +200,16 @@ pub fn expirable(metadata: &TableMetadata, head: i64, expiry: &Expiry) -> HashSe
                 && s.snapshot_id() != head
         })
         .map(|s| s.snapshot_id())
-        .collect();
+        .collect()
+}
+
+/// `expired` without what a kept snapshot off `main` descends from.
+fn keep_lineage_of_kept(
+    metadata: &TableMetadata,
+    head: i64,
+    mut expired: HashSet<i64>,
+) -> HashSet<i64> {
+    let on_main: HashSet<i64> = ancestry_of(metadata, head).into_iter().collect();
     // Keep what a kept snapshot off main descends from.
     let kept_off_main: Vec<i64> = metadata
         .snapshots()

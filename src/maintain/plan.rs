@@ -81,6 +81,7 @@ pub(super) async fn plan(
             before_ms: Some(window_start.timestamp_millis()),
             protect: protect.clone(),
             batch: false,
+            retain_at_most: pipeline.max_snapshots,
         };
         planned.push(plan_table(settings, name, job_target, table, expiry).await?);
     }

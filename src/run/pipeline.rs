@@ -246,7 +246,7 @@ impl<'a> TableOperation<'a> for RunOperation<'a> {
             .map(|t| t.table.to_string())
             .collect();
         let (maintenance, maintenance_error) = match &opened.lock {
-            Some(lock) if pipeline.maintenance.after_run && !tables.is_empty() => {
+            Some(lock) if pipeline.maintains_after_run() && !tables.is_empty() => {
                 let invocation = &self.options.invocation;
                 match after_run(
                     &opened.catalog,

@@ -90,7 +90,23 @@ pub struct RestConfig {
     pub signing: Option<SigV4Signing>,
     /// The section's `type`: `rest`, `s3tables-rest` or `glue-rest` (for messages).
     pub flavor: &'static str,
+    /// The server maintains its tables itself (compaction, snapshot expiry, unreferenced
+    /// files): `server_maintains`, true by default for `s3tables-rest` only. Runs then leave
+    /// maintenance to it unless `[maintenance] after_run = true`.
+    pub server_maintains: bool,
     pub storage: S3Storage,
+}
+
+impl CatalogConfig {
+    /// Whether the catalog maintains its tables itself: S3 Tables (compaction, snapshot
+    /// expiry and unreferenced-file removal, on by default) and REST servers the spec says do.
+    pub fn maintains_tables(&self) -> bool {
+        match self {
+            CatalogConfig::Sql { .. } => false,
+            CatalogConfig::S3Tables(_) => true,
+            CatalogConfig::Rest(rest) => rest.server_maintains,
+        }
+    }
 }
 
 impl RestConfig {

@@ -21,8 +21,10 @@ pub struct Maintenance {
     /// A table whose current snapshot has more data manifests than this gets them rewritten
     /// into one (default 20).
     pub max_manifests: usize,
-    /// Maintain the tables a run changed right after it publishes (default false).
-    pub after_run: bool,
+    /// Maintain the tables a run changed right after it publishes. `None` (the key absent):
+    /// on where the catalog does not maintain tables itself, off where it does (S3 Tables);
+    /// see [`Maintenance::after_run_on`].
+    pub after_run: Option<bool>,
 }
 
 impl Default for Maintenance {
@@ -34,12 +36,20 @@ impl Default for Maintenance {
             expire_older_than: Duration::from_secs(5 * 86_400),
             keep_last: 1,
             max_manifests: 20,
-            after_run: false,
+            after_run: None,
         }
     }
 }
 
 impl Maintenance {
+    /// Whether runs maintain the tables they changed, on a catalog that maintains its tables
+    /// itself (`catalog_maintains`) or not: the spec's `after_run`, else on exactly where the
+    /// catalog does not (a year of nightly runs otherwise leaves small files, manifests and
+    /// snapshots piling up).
+    pub fn after_run_on(&self, catalog_maintains: bool) -> bool {
+        self.after_run.unwrap_or(!catalog_maintains)
+    }
+
     /// The size compacted files are written at, for a table whose job targets `job_target`.
     pub fn target_for(&self, job_target: usize) -> usize {
         self.target_file_size.unwrap_or(job_target)

@@ -41,6 +41,13 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// Whether a run maintains the tables it changed right after it publishes: the spec's
+    /// `[maintenance] after_run`, else on unless the catalog maintains its tables itself.
+    pub fn maintains_after_run(&self) -> bool {
+        self.maintenance
+            .after_run_on(self.catalog.maintains_tables())
+    }
+
     /// Every table this pipeline writes (each job's, and its quarantine table), in spec order.
     pub fn tables_written(&self) -> Vec<super::TableName> {
         let mut out = Vec::new();

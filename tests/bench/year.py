@@ -2,14 +2,16 @@
 """Benchmark: a year of nightly scheduled runs, with and without `after_run` maintenance.
 
     python3 tests/bench/year.py --binary target/release/pipeline --work /tmp/pipeline-year \
-        [--orders 1000000] [--seed 42] [--days 365] [--modes plain maintained] [--flat]
+        [--orders 1000000] [--seed 42] [--days 365] [--modes default off] [--flat]
 
 1. Generates --orders orders over 2025 with generate.py (cached in WORK/data): one POS CSV
    file per day, one web JSON Lines file per month, one customer file.
 2. For each mode, a fresh project (WORK/<mode>) with the repository's retail spec and SQL plus
-   `[schedule] cron = "0 2 * * *"` (UTC); mode `maintained` adds `[maintenance] after_run =
-   true` with `expire_older_than = "0s"` and `keep_last = 7` (the injected clock does not age
-   snapshots, so a week of retention is kept by count). Then, for each day D of the year:
+   `[schedule] cron = "0 2 * * *"` (UTC). Mode `default` adds nothing (runs maintain their
+   tables by default on the embedded catalog); `off` adds `[maintenance] after_run = false`
+   (the rot, for comparison); `maintained` adds `[maintenance] after_run = true` with
+   `expire_older_than = "0s"` and `keep_last = 7` (the injected clock does not age snapshots,
+   so a week of retention is kept by count). Then, for each day D of the year:
    the day's POS file and web orders (the monthly web files split by order date; on day 1
    the customer file too) land in the project, and `pipeline schedule tick --now <D+1>T02:05Z`
    serves the 02:00 tick: one child process, timed with its own rusage (wall, CPU, peak RSS).
@@ -76,16 +78,21 @@ def ensure_data(n, data, seed, flat):
                     str(seed)] + (["--flat"] if flat else []), check=True)
 
 
-def new_project(path, data, maintained):
+MODES = {
+    "default": "",
+    "off": "\n[maintenance]\nafter_run = false\n",
+    "maintained": '\n[maintenance]\nafter_run = true\nexpire_older_than = "0s"\nkeep_last = 7\n',
+}
+
+
+def new_project(path, data, mode):
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     shutil.copytree(REPO / "sql", path / "sql")
     (path / "pipelines").mkdir()
     spec = (REPO / "pipelines" / "retail.toml").read_text()
     spec += '\n[schedule]\ncron = "0 2 * * *"\n'
-    if maintained:
-        spec += ('\n[maintenance]\nafter_run = true\nexpire_older_than = "0s"\n'
-                 "keep_last = 7\n")
+    spec += MODES[mode]
     (path / "pipelines" / "retail.toml").write_text(spec)
     for sub in ("orders", "web", "customers"):
         (path / "sample-data" / "retail" / sub).mkdir(parents=True)
@@ -199,7 +206,7 @@ def time_query(binary, project, repeat=5):
 
 def walk(binary, data, work, mode, days):
     project = work / mode
-    new_project(project, data, mode == "maintained")
+    new_project(project, data, mode)
     logs = work / f"{mode}-logs"
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir()
@@ -230,7 +237,7 @@ def main():
     ap.add_argument("--orders", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--days", type=int, default=365)
-    ap.add_argument("--modes", nargs="+", default=["plain", "maintained"])
+    ap.add_argument("--modes", nargs="+", default=["default", "off"], choices=sorted(MODES))
     ap.add_argument("--flat", action="store_true",
                     help="generate the same volume every month (isolates history from season)")
     args = ap.parse_args()

@@ -43,6 +43,17 @@ impl Project {
         }
     }
 
+    /// Runs of this project leave their tables to an explicit `pipeline maintain` (`[maintenance]
+    /// after_run = false` in every spec): what tests of maintenance itself start from.
+    pub fn maintained_by_hand(self) -> Project {
+        for entry in std::fs::read_dir(self.path().join("pipelines")).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(&path, format!("{text}\n[maintenance]\nafter_run = false\n")).unwrap();
+        }
+        self
+    }
+
     /// A copy of the repository's retail pipeline, SQL and sample data.
     pub fn retail() -> Project {
         let p = Project::empty();

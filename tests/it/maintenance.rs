@@ -54,7 +54,7 @@ fn every_table(p: &Project) -> Vec<(String, Vec<Vec<Option<String>>>)> {
 
 #[test]
 fn compaction_keeps_every_row_for_every_reader_and_later_runs_stay_incremental() {
-    let p = Project::retail();
+    let p = Project::retail().maintained_by_hand();
     p.json(&["run", "retail"]);
     for k in 0..5 {
         small_load(&p, "retail", &format!("mar_{k}"), 7000 + k, 3);
@@ -151,6 +151,11 @@ fn compaction_keeps_every_row_for_every_reader_and_later_runs_stay_incremental()
 #[test]
 fn a_compaction_is_undone_and_expiry_deletes_only_what_no_kept_snapshot_needs() {
     let p = Project::retail();
+    let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
+    p.write(
+        "pipelines/retail.toml",
+        &format!("{spec}\n[maintenance]\nafter_run = false\n"),
+    );
     p.json(&["run", "retail"]);
     for k in 0..5 {
         small_load(&p, "retail", &format!("mar_{k}"), 7000 + k, 3);
@@ -174,10 +179,9 @@ fn a_compaction_is_undone_and_expiry_deletes_only_what_no_kept_snapshot_needs() 
 
     // Expire everything older than now: the compaction's first maintenance keeps the
     // snapshot it started from (its undo needs it); the next one frees the small files.
-    let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
     p.write(
         "pipelines/retail.toml",
-        &format!("{spec}\n[maintenance]\nexpire_older_than = \"0s\"\n"),
+        &format!("{spec}\n[maintenance]\nafter_run = false\nexpire_older_than = \"0s\"\n"),
     );
     let history_before = p
         .json(&["history", "bronze.pos_orders"])
@@ -280,7 +284,7 @@ fn rows_deleted_from_a_table_are_physically_gone_after_expiry() {
 
 #[test]
 fn another_writer_during_compaction_is_rebased_and_a_rewrite_of_its_files_skips_that_partition() {
-    let p = Project::retail();
+    let p = Project::retail().maintained_by_hand();
     // A writer outside this project (so its locks do not hold it off): a pipeline of another
     // project loading late files into the same bronze table of the same catalog.
     let other = Project::empty();
@@ -299,6 +303,7 @@ fn another_writer_during_compaction_is_rebased_and_a_rewrite_of_its_files_skips_
             warehouse.display()
         ),
     );
+    let other = other.maintained_by_hand();
     p.json(&["run", "retail"]);
     for k in 0..5 {
         small_load(&p, "retail", &format!("feb_{k}"), 7000 + k, 2);
@@ -443,11 +448,12 @@ fn orphans_delete_waits_for_a_live_run_and_never_deletes_its_files() {
 
 #[test]
 fn after_run_maintenance_keeps_partitions_small_on_a_schedule() {
+    // No [maintenance] section: on the embedded catalog, runs maintain by default.
     let p = Project::retail();
     let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
     p.write(
         "pipelines/retail.toml",
-        &format!("{spec}\n[schedule]\ncron = \"0 2 * * *\"\n\n[maintenance]\nafter_run = true\n"),
+        &format!("{spec}\n[schedule]\ncron = \"0 2 * * *\"\n"),
     );
     for day in 1..=9u32 {
         p.write(
@@ -537,7 +543,9 @@ fn many_small_manifests_are_rewritten_into_one() {
     let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
     p.write(
         "pipelines/retail.toml",
-        &format!("{spec}\n[maintenance]\nmax_manifests = 2\nmin_input_files = 50\n"),
+        &format!(
+            "{spec}\n[maintenance]\nafter_run = false\nmax_manifests = 2\nmin_input_files = 50\n"
+        ),
     );
     p.json(&["run", "retail"]);
     for k in 0..3 {

@@ -10,7 +10,8 @@ fn small_manifests_are_merged_after_a_hundred_appends() {
     p.write(
         "pipelines/events.toml",
         "[pipeline]\nname = \"events\"\n\n[[ingest]]\ntable = \"bronze.events\"\nformat = \"csv\"\n\
-         path = \"landing/*.csv\"\nschema = { id = \"long\", amount = \"long\" }\n",
+         path = \"landing/*.csv\"\nschema = { id = \"long\", amount = \"long\" }\n\n\
+         [maintenance]\nafter_run = false\n",
     );
     let mut expected_sum = 0;
     for step in 0..105 {

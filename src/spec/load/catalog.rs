@@ -94,6 +94,9 @@ fn unsupported(at: &Positions, c: &RawCatalog, field: &str, kind: &str) -> Error
 /// `type = "sql"`: the embedded SQLite catalog (`uri = sqlite://PATH`, by default
 /// `warehouse/catalog.db`) and its local warehouse, both under `project_dir`.
 fn sql_catalog(at: &Positions, project_dir: &Path, c: &RawCatalog) -> Result<CatalogConfig> {
+    if c.server_maintains.is_some() {
+        return Err(unsupported(at, c, "server_maintains", "sql"));
+    }
     let database = match &c.uri {
         None => project_dir.join("warehouse/catalog.db"),
         Some(uri) => {
@@ -130,6 +133,9 @@ fn s3tables_catalog(at: &Positions, c: &RawCatalog, storage: S3Storage) -> Resul
         ));
     };
     let arn_region = table_bucket_region(at, arn)?;
+    if c.server_maintains.is_some() {
+        return Err(unsupported(at, c, "server_maintains", "s3tables"));
+    }
     if c.uri.is_some() {
         return Err(unsupported(at, c, "uri", "s3tables"));
     }
@@ -256,6 +262,7 @@ fn s3tables_rest_catalog(
             region: region.clone(),
         }),
         flavor: "s3tables-rest",
+        server_maintains: c.server_maintains.unwrap_or(true),
         ..aws_rest(c, storage, region)
     }))
 }
@@ -323,6 +330,7 @@ fn aws_rest(c: &RawCatalog, storage: S3Storage, region: String) -> RestConfig {
         transactions: c.transactions.unwrap_or(true),
         signing: None,
         flavor: "rest",
+        server_maintains: c.server_maintains.unwrap_or(false),
         storage: S3Storage {
             region: Some(region),
             ..storage
@@ -380,6 +388,7 @@ fn rest_catalog(at: &Positions, c: &RawCatalog, storage: S3Storage) -> Result<Ca
         transactions: c.transactions.unwrap_or(true),
         signing,
         flavor: "rest",
+        server_maintains: c.server_maintains.unwrap_or(false),
         storage,
     }))
 }

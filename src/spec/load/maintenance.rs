@@ -60,6 +60,92 @@ pub(super) fn maintenance(at: &Positions, raw: &RawMaintenance) -> Result<Mainte
             1,
             defaults.max_manifests,
         )?,
-        after_run: raw.after_run.unwrap_or(defaults.after_run),
+        after_run: raw.after_run,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::load_with_catalog;
+
+    const JOB: &str = "[pipeline]\nname = \"p\"\n\n[[ingest]]\ntable = \"bronze.t\"\nformat = \"csv\"\npath = \"data/*.csv\"\nschema = { day = \"date\" }\n";
+    const CATALOGS: &str = r#"
+[catalogs.s3]
+type = "s3tables"
+table_bucket_arn = "arn:aws:s3tables:us-east-1:111122223333:bucket/b"
+
+[catalogs.s3rest]
+type = "s3tables-rest"
+table_bucket_arn = "arn:aws:s3tables:us-east-1:111122223333:bucket/b"
+
+[catalogs.glue]
+type = "glue-rest"
+account_id = "111122223333"
+region = "us-east-1"
+
+[catalogs.rest]
+type = "rest"
+uri = "http://127.0.0.1:8181"
+
+[catalogs.managed]
+type = "rest"
+uri = "http://127.0.0.1:8181"
+server_maintains = true
+"#;
+
+    /// Whether runs maintain their tables, per catalog: the embedded one first.
+    fn after_run(maintenance: &str) -> Vec<(&'static str, bool)> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("pipelines")).unwrap();
+        let spec = format!("{JOB}{maintenance}{CATALOGS}");
+        std::fs::write(dir.path().join("pipelines/p.toml"), spec).unwrap();
+        [
+            None,
+            Some("s3"),
+            Some("s3rest"),
+            Some("glue"),
+            Some("rest"),
+            Some("managed"),
+        ]
+        .into_iter()
+        .map(|c| {
+            let p = load_with_catalog(dir.path(), "p", c).unwrap();
+            (c.unwrap_or("embedded"), p.maintains_after_run())
+        })
+        .collect()
+    }
+
+    #[test]
+    fn runs_maintain_their_tables_by_default_where_the_catalog_does_not() {
+        assert_eq!(
+            after_run(""),
+            [
+                ("embedded", true),
+                ("s3", false),
+                ("s3rest", false),
+                ("glue", true),
+                ("rest", true),
+                ("managed", false),
+            ]
+        );
+        let off = after_run("\n[maintenance]\nafter_run = false\n");
+        assert!(off.iter().all(|(_, on)| !on), "{off:?}");
+        let on = after_run("\n[maintenance]\nafter_run = true\n");
+        assert!(on.iter().all(|(_, on)| *on), "{on:?}");
+    }
+
+    #[test]
+    fn server_maintains_is_refused_where_it_does_not_apply() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("pipelines")).unwrap();
+        let spec = format!("{JOB}\n[catalog]\ntype = \"sql\"\nserver_maintains = true\n");
+        std::fs::write(dir.path().join("pipelines/p.toml"), spec).unwrap();
+        let error = load_with_catalog(dir.path(), "p", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("`server_maintains` does not apply to a catalog of type \"sql\""),
+            "{error}"
+        );
+    }
 }

@@ -124,6 +124,7 @@ pub(super) struct RawCatalog {
     #[serde(default)]
     pub headers: std::collections::BTreeMap<String, String>,
     pub transactions: Option<bool>,
+    pub server_maintains: Option<bool>,
     pub signing: Option<Spanned<String>>,
     pub signing_name: Option<String>,
     pub signing_region: Option<String>,
