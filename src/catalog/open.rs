@@ -113,6 +113,23 @@ impl PipelineCatalog {
         }
     }
 
+    /// Whether `config` names this very catalog (the same SQLite file, bucket, or REST URI and
+    /// warehouse): which of a project's pipelines write here.
+    pub fn is(&self, config: &CatalogConfig) -> bool {
+        match (&self.backend, config) {
+            (Backend::Sql { database, .. }, CatalogConfig::Sql { database: d, .. }) => {
+                database == d
+            }
+            (Backend::Remote(r), CatalogConfig::S3Tables(c)) => {
+                r.kind == "s3tables" && r.identity == c.table_bucket_arn
+            }
+            (Backend::Remote(r), CatalogConfig::Rest(c)) => {
+                r.kind == "rest" && r.identity == c.identity()
+            }
+            _ => false,
+        }
+    }
+
     /// The remote catalog (S3 Tables, REST) behind this one; `None` for the embedded catalog.
     pub fn remote(&self) -> Option<&Arc<RemoteCatalog>> {
         match &self.backend {

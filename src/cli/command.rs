@@ -163,7 +163,10 @@ async fn inspect_catalog(cx: &Context<'_>, command: &Command) -> Result<()> {
         Command::Tables { pipeline } => {
             let catalog = cx.open_catalog(pipeline).await?;
             let tables = inspect::list(&catalog).await?;
-            print::tables(&tables, json);
+            let due =
+                super::due::maintenance_due(&cx.project, cx.catalog_name(), pipeline, &catalog)
+                    .await;
+            print::tables(&tables, &due, json);
             if tables.iter().any(|t| t.damaged.is_some()) {
                 return Err(Error::Damaged(
                     "some tables cannot be read (DAMAGED above); `pipeline check` says which files are missing or cut short".into(),

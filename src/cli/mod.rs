@@ -8,6 +8,7 @@
 pub mod args;
 pub mod cluster;
 pub mod command;
+pub mod due;
 pub mod impact_render;
 pub mod logging;
 pub mod maintain;

@@ -11,7 +11,7 @@ use crate::cli::impact_render::render_text;
 use crate::error::Result;
 use crate::inspect::{FileInfo, SnapshotInfo, TableInfo, TableSummary};
 use crate::lineage::{render, LineageFormat, PipelineLineage};
-use crate::maintain::TableCheck;
+use crate::maintain::{Due, TableCheck};
 use crate::output::{batches_to_json, batches_to_rows, render_table};
 use crate::plan::{JobId, PlannedTable, SchemaPlan, Validated};
 use crate::run::RunReport;
@@ -209,9 +209,20 @@ pub fn lineage(lineage: &PipelineLineage, roots: &[ColumnRef], format: &str, as_
 
 /// `pipeline tables`: each table with its rows, files, snapshot and last run; a damaged one
 /// with what is wrong.
-pub fn tables(tables: &[TableSummary], as_json: bool) {
+pub fn tables(tables: &[TableSummary], due: &[Due], as_json: bool) {
     if as_json {
-        return json(&tables);
+        let listed: Vec<serde_json::Value> = tables
+            .iter()
+            .map(|t| {
+                let mut value = serde_json::to_value(t).unwrap_or_default();
+                if let Some(d) = due.iter().find(|d| d.table == t.table) {
+                    value["maintenance_due"] =
+                        serde_json::json!({"why": d.why, "command": d.command});
+                }
+                value
+            })
+            .collect();
+        return json(&listed);
     }
     let rows: Vec<Vec<String>> = tables
         .iter()
@@ -239,6 +250,14 @@ pub fn tables(tables: &[TableSummary], as_json: bool) {
             &rows
         )
     );
+    for d in due {
+        say!(
+            "maintenance due: {}: {}; run `{}`",
+            d.table,
+            d.why.join(", "),
+            d.command
+        );
+    }
 }
 
 /// `pipeline files`.

@@ -163,6 +163,14 @@ fn print_status(s: &ScheduleStatus) {
         (None, true) => say!("  claimed by: no scheduler on any host serves a tick now"),
         (None, false) => {}
     }
+    for d in &s.maintenance_due {
+        say!(
+            "  maintenance due: {}: {}; run `{}`",
+            d.table,
+            d.why.join(", "),
+            d.command
+        );
+    }
 }
 
 /// The pipelines named (default: every pipeline of the project with a `[schedule]`), loaded.

@@ -3,8 +3,8 @@
 //! compaction, manifest rewrite, snapshot expiry), small files compacted ([`compact`]), the
 //! one publish of every table with its record ([`publish`]), the files only expired snapshots
 //! referenced ([`unreferenced`]) deleted afterwards ([`delete`]), and what it reports
-//! ([`report`]). Beside it: whether every file a table needs is there ([`check`]) and the files
-//! no snapshot references ([`orphans`]).
+//! ([`report`]). Beside it: whether every file a table needs is there ([`check`]), the files
+//! no snapshot references ([`orphans`]), and whether tables need maintenance now ([`due`]).
 //!
 //! Guarantee: a maintenance publishes all of its tables' new snapshots and its record in one
 //! catalog commit, or none; a file is deleted only after that commit, through the one deletion
@@ -14,6 +14,7 @@ pub mod check;
 mod command;
 pub mod compact;
 mod delete;
+mod due;
 mod options;
 pub mod orphans;
 mod plan;
@@ -24,6 +25,7 @@ mod unreferenced;
 pub use check::{check, Problem, TableCheck};
 pub use command::maintain_pipeline;
 pub(crate) use command::{after_run, maintain_locked};
+pub use due::{due, Due};
 pub use options::MaintainOptions;
 pub use orphans::{
     delete_orphans_safely, find_orphans, DamagedTable, Orphan, Orphans, OutsideTable,

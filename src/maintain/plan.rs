@@ -52,7 +52,7 @@ pub(super) async fn plan(
     let mut protect = if options.expire_protected {
         HashSet::new()
     } else {
-        rollback_points(catalog, &pipeline.name, window_start).await?
+        rollback_points(catalog, &pipeline.name, window_start, settings.keep_runs).await?
     };
     let mut tables = Vec::new();
     for (name, size) in &written {
@@ -180,15 +180,21 @@ async fn plan_table(
     })
 }
 
-/// The snapshots run records of `pipeline` finished since `since` can roll back to (or undo):
-/// each table's `main` before and after such a run.
+/// The snapshots run records of `pipeline` finished since `since`, and its `newest` records
+/// whatever their age, can roll back to (or undo): each table's `main` before and after such
+/// a run.
 async fn rollback_points(
     catalog: &PipelineCatalog,
     pipeline: &str,
     since: DateTime<Utc>,
+    newest: usize,
 ) -> Result<HashSet<i64>> {
     let mut out = HashSet::new();
-    for record in catalog.runs_since(pipeline, since).await? {
+    let mut records = catalog.runs_since(pipeline, since).await?;
+    if newest > 0 {
+        records.extend(catalog.newest_runs(pipeline, 0, newest).await?);
+    }
+    for record in records {
         for t in &record.tables {
             out.extend(t.snapshot_before);
             out.extend(t.snapshot_after);

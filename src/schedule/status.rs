@@ -11,6 +11,7 @@ use super::serve::{last_served, schedule_of};
 use super::ticks::{due, next};
 use crate::catalog::PipelineCatalog;
 use crate::error::Result;
+use crate::maintain::Due;
 use crate::records::tick_key;
 use crate::run::holder;
 use crate::spec::Pipeline;
@@ -58,6 +59,9 @@ pub struct ScheduleStatus {
     /// Whether the catalog is remote: schedulers on other hosts may serve the pipeline, and
     /// claim its ticks with a lease.
     pub remote: bool,
+    /// The pipeline's tables that need maintenance now, why, and the command that does it
+    /// (none where runs maintain them, or the catalog does).
+    pub maintenance_due: Vec<Due>,
     /// On a remote catalog: the scheduler (on any host) whose lease claims a tick.
     pub lease_holder: Option<String>,
 }
@@ -117,5 +121,17 @@ pub async fn status(pipeline: &Pipeline, now: DateTime<Utc>) -> Result<ScheduleS
             Some(remote) => holder_of(remote, &pipeline.name).await?,
             None => None,
         },
+        maintenance_due: due_or_warn(&catalog, pipeline).await,
     })
+}
+
+/// The tables of `pipeline` that need maintenance; a plan that cannot be made (a table that
+/// cannot be read) is a warning, not a failed status.
+async fn due_or_warn(catalog: &PipelineCatalog, pipeline: &Pipeline) -> Vec<Due> {
+    crate::maintain::due(catalog, pipeline)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(pipeline = %pipeline.name, "cannot tell whether its tables need maintenance: {e}");
+            Vec::new()
+        })
 }

@@ -18,6 +18,10 @@ pub struct Maintenance {
     pub expire_older_than: Duration,
     /// ... except the newest `keep_last` of each table's history (default 1: the current one).
     pub keep_last: usize,
+    /// The snapshots the newest `keep_runs` runs of the pipeline can be rolled back to are
+    /// kept whatever their age (default 10), as are those of every run within
+    /// `expire_older_than`: a weekly pipeline keeps its last runs' undo too.
+    pub keep_runs: usize,
     /// A table whose current snapshot has more data manifests than this gets them rewritten
     /// into one (default 20).
     pub max_manifests: usize,
@@ -35,6 +39,7 @@ impl Default for Maintenance {
             min_input_files: 5,
             expire_older_than: Duration::from_secs(5 * 86_400),
             keep_last: 1,
+            keep_runs: 10,
             max_manifests: 20,
             after_run: None,
         }

@@ -237,7 +237,9 @@ fn what_a_killed_maintenance_leaves_the_next_maintenance_removes() {
     let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
     p.write(
         "pipelines/retail.toml",
-        &format!("{spec}\n[maintenance]\nafter_run = false\nexpire_older_than = \"0s\"\n"),
+        &format!(
+            "{spec}\n[maintenance]\nafter_run = false\nexpire_older_than = \"0s\"\nkeep_runs = 0\n"
+        ),
     );
     p.json(&["run", "retail"]);
     for (i, name) in ["pos_2026-03-21", "pos_2026-03-22", "pos_2026-03-23"]

@@ -181,7 +181,9 @@ fn a_compaction_is_undone_and_expiry_deletes_only_what_no_kept_snapshot_needs() 
     // snapshot it started from (its undo needs it); the next one frees the small files.
     p.write(
         "pipelines/retail.toml",
-        &format!("{spec}\n[maintenance]\nafter_run = false\nexpire_older_than = \"0s\"\n"),
+        &format!(
+            "{spec}\n[maintenance]\nafter_run = false\nexpire_older_than = \"0s\"\nkeep_runs = 0\n"
+        ),
     );
     let history_before = p
         .json(&["history", "bronze.pos_orders"])
@@ -259,7 +261,7 @@ fn rows_deleted_from_a_table_are_physically_gone_after_expiry() {
     let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
     p.write(
         "pipelines/retail.toml",
-        &format!("{spec}\n[maintenance]\nexpire_older_than = \"0s\"\n"),
+        &format!("{spec}\n[maintenance]\nexpire_older_than = \"0s\"\nkeep_runs = 0\n"),
     );
     p.json(&["maintain", "retail", "--expire-protected"]);
     for f in &rewritten {
@@ -575,4 +577,103 @@ fn many_small_manifests_are_rewritten_into_one() {
     assert_eq!(last["operation"], "replace");
     assert_eq!(last["added_files"], 0);
     assert_eq!(last["deleted_files"], 0);
+}
+
+/// Issue 32: `pipeline tables` and `schedule status` say which tables need maintenance, why,
+/// and the command that does it; with runs maintaining their tables (the default) nothing is
+/// due after them.
+#[test]
+fn tables_and_schedule_status_say_when_maintenance_is_due_and_how() {
+    let by_hand = Project::retail();
+    let spec = std::fs::read_to_string(by_hand.path().join("pipelines/retail.toml")).unwrap();
+    let with_schedule = format!("{spec}\n[schedule]\ncron = \"0 2 * * *\"\n");
+    by_hand.write(
+        "pipelines/retail.toml",
+        &format!("{with_schedule}\n[maintenance]\nafter_run = false\n"),
+    );
+    let by_default = Project::retail();
+    by_default.write("pipelines/retail.toml", &with_schedule);
+    for p in [&by_hand, &by_default] {
+        p.json(&["run", "retail"]);
+        for k in 0..6 {
+            small_load(p, "retail", &format!("mar_{k}"), 7100 + k, 3);
+        }
+    }
+    let due_of = |p: &Project| -> Vec<Value> {
+        p.json(&["tables"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t.get("maintenance_due").is_some())
+            .cloned()
+            .collect()
+    };
+    let due = due_of(&by_hand);
+    assert_eq!(due.len(), 1, "{due:?}");
+    assert_eq!(due[0]["table"], "bronze.pos_orders");
+    assert_eq!(
+        due[0]["maintenance_due"],
+        serde_json::json!({"why": ["compact 1 partition (7 small files)"], "command": "pipeline maintain retail"})
+    );
+    let text = String::from_utf8(by_hand.run(&["tables"]).stdout).unwrap();
+    assert!(
+        text.contains("maintenance due: bronze.pos_orders: compact 1 partition (7 small files); run `pipeline maintain retail`"),
+        "{text}"
+    );
+    let status = by_hand.json(&["schedule", "status", "--now", "2026-03-20T03:00:00Z"]);
+    assert_eq!(
+        status[0]["maintenance_due"][0]["table"], "bronze.pos_orders",
+        "{status}"
+    );
+
+    // The command it names does it; then nothing is due.
+    by_hand.json(&["maintain", "retail"]);
+    assert!(due_of(&by_hand).is_empty());
+    // Runs maintaining their tables (the default): nothing is due after them.
+    assert!(due_of(&by_default).is_empty());
+    let status = by_default.json(&["schedule", "status", "--now", "2026-03-20T03:00:00Z"]);
+    assert_eq!(
+        status[0]["maintenance_due"],
+        serde_json::json!([]),
+        "{status}"
+    );
+}
+
+/// Issue 32: what the newest `keep_runs` runs can be rolled back to is never expired, however
+/// old (a weekly pipeline keeps its last runs' undo); `keep_runs = 0` leaves only the window.
+#[test]
+fn the_newest_runs_stay_undoable_whatever_their_age() {
+    for (keep_runs, undoable) in [("", true), ("keep_runs = 0\n", false)] {
+        let p = Project::retail();
+        let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
+        p.write(
+            "pipelines/retail.toml",
+            &format!(
+                "{spec}\n[maintenance]\nafter_run = false\nexpire_older_than = \"0s\"\n{keep_runs}"
+            ),
+        );
+        p.json(&["run", "retail"]);
+        small_load(&p, "retail", "mar_0", 7400, 3);
+        let runs = p.json(&["runs"]);
+        let newest = runs.as_array().unwrap().last().unwrap()["run_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let info = p.json(&["run-info", &newest]);
+        let before = info["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["table"] == "bronze.pos_orders")
+            .and_then(|t| t["snapshot_before"].as_i64())
+            .unwrap();
+        p.json(&["maintain", "retail"]);
+        let history = p.json(&["history", "bronze.pos_orders"]);
+        let kept = history
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["snapshot_id"].as_i64() == Some(before));
+        assert_eq!(kept, undoable, "keep_runs {keep_runs:?}: {history}");
+    }
 }

@@ -825,7 +825,7 @@ fn rest_maintenance_compacts_and_deletes_what_expiry_frees() {
         let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
         p.write(
             "pipelines/retail.toml",
-            &format!("{spec}\n[maintenance]\nafter_run = false\nexpire_older_than = \"0s\"\n"),
+            &format!("{spec}\n[maintenance]\nafter_run = false\nexpire_older_than = \"0s\"\nkeep_runs = 0\n"),
         );
     }
     let remote = remote.on_rest(&server, true);

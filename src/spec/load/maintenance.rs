@@ -54,6 +54,7 @@ pub(super) fn maintenance(at: &Positions, raw: &RawMaintenance) -> Result<Mainte
         )?,
         expire_older_than,
         keep_last: at_least(&raw.keep_last, "keep_last", 1, defaults.keep_last)?,
+        keep_runs: at_least(&raw.keep_runs, "keep_runs", 0, defaults.keep_runs)?,
         max_manifests: at_least(
             &raw.max_manifests,
             "max_manifests",

@@ -44,6 +44,7 @@ pub(super) struct RawMaintenance {
     pub expire_older_than: Option<Spanned<String>>,
     pub keep_last: Option<Spanned<u64>>,
     pub max_manifests: Option<Spanned<u64>>,
+    pub keep_runs: Option<Spanned<u64>>,
     pub after_run: Option<bool>,
 }
 
