@@ -65,6 +65,18 @@ fn metadata_location(p: &Project, table: &str) -> String {
         .to_string()
 }
 
+/// Both days are in `bronze.t` once (2 rows, 7 + 5) and summed in `silver.s`.
+fn both_days_loaded_once(p: &Project) {
+    assert_eq!(
+        p.query("SELECT count(*), sum(n) FROM bronze.t"),
+        [[Some("2".into()), Some("12".into())]]
+    );
+    assert_eq!(
+        p.query("SELECT days, total FROM silver.s"),
+        [[Some("2".into()), Some("12".into())]]
+    );
+}
+
 /// Pipeline `p`: `data/*.csv` appended to `bronze.t`, summed into `silver.s`; one day loaded.
 fn loaded() -> Project {
     let p = Project::empty();
@@ -129,14 +141,7 @@ fn late_move(mut p: Project, other_writer: impl FnOnce(), fenced: bool) {
     assert!(ok, "{log}");
     let report: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["published"], true, "{stdout}");
-    assert_eq!(
-        p.query("SELECT count(*), sum(n) FROM bronze.t"),
-        [[Some("2".into()), Some("12".into())]]
-    );
-    assert_eq!(
-        p.query("SELECT days, total FROM silver.s"),
-        [[Some("2".into()), Some("12".into())]]
-    );
+    both_days_loaded_once(&p);
     let runs = p.json(&["runs"]);
     let ids: Vec<&str> = runs
         .as_array()
@@ -212,14 +217,7 @@ fn on_rest_table_by_table_no_metadata_file_is_written_that_the_server_does_not_u
         log.contains("completed the publish of run") && log.contains("silver.s"),
         "{log}"
     );
-    assert_eq!(
-        p.query("SELECT count(*), sum(n) FROM bronze.t"),
-        [[Some("2".into()), Some("12".into())]]
-    );
-    assert_eq!(
-        p.query("SELECT days, total FROM silver.s"),
-        [[Some("2".into()), Some("12".into())]]
-    );
+    both_days_loaded_once(&p);
     let folder = std::path::PathBuf::from(server.warehouse.trim_start_matches("file://"));
     let unnamed =
         unnamed_metadata_files(&p, &folder, &["bronze.t", "silver.s", "pipeline_meta.runs"]);
