@@ -449,12 +449,17 @@ async fn expired(
     snapshot: i64,
 ) -> Error {
     let by = match catalog.runs().await {
+        // Records come oldest first (by when they finished): run ids sort by their start
+        // second only, so two runs of one second do not say which came first.
         Ok(runs) => runs
+            .into_iter()
+            .skip_while(|r| r.run_id != run.run_id)
+            .skip(1)
+            .collect::<Vec<_>>()
             .into_iter()
             .rev()
             .find(|r| {
                 r.kind == RunKind::Maintain
-                    && r.run_id > run.run_id
                     && r.tables
                         .iter()
                         .any(|t| t.table == table.to_string() && t.expired.is_some())
