@@ -33,10 +33,13 @@ pub const PAUSE_AT: &str = "PIPELINE_PAUSE_AT";
 pub const PAUSE_UNTIL: &str = "PIPELINE_PAUSE_UNTIL";
 
 /// The environment variable that offsets this process's wall clock, in seconds (e.g. `600`
-/// or `-600`), as a host whose clock is wrong: the schedulers' lease must not care.
+/// or `-600`), as a host whose clock is wrong: the schedulers' lease must not care. Every
+/// time the engine writes follows it (snapshot timestamps, run records, maintenance's notion
+/// of a snapshot's age), so a benchmark can live through a year of nightly runs in an hour.
 pub const CLOCK_SKEW: &str = "PIPELINE_CLOCK_SKEW";
 
-/// The wall clock, offset by `PIPELINE_CLOCK_SKEW` seconds when set.
+/// The wall clock, offset by `PIPELINE_CLOCK_SKEW` seconds when set: the one clock of every
+/// timestamp the engine writes.
 pub fn wall_now() -> chrono::DateTime<chrono::Utc> {
     let skew = std::env::var(CLOCK_SKEW)
         .ok()

@@ -46,8 +46,17 @@ pub fn held() -> usize {
     HELD.load(Ordering::Relaxed).max(0) as usize
 }
 
-/// Writes the ceiling's message and ends the process, allocating nothing.
+/// Set by the first thread to stop: two threads passing the ceiling at once say it once.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Writes the ceiling's message (once per process) and ends the process, allocating nothing.
 fn stop() -> ! {
+    if STOPPING.swap(true, Ordering::SeqCst) {
+        // Another thread is writing the message and ending the process.
+        loop {
+            std::thread::park();
+        }
+    }
     if let Some(text) = MESSAGE.get() {
         // SAFETY: writes the bytes of a string that lives as long as the process to stderr;
         // the result does not matter.

@@ -34,6 +34,9 @@ pub struct Expiry {
     pub protect: HashSet<i64>,
     /// Retention's batching: nothing expires until a quarter more than `keep_last` piled up.
     pub batch: bool,
+    /// What `keep_last`, `before_ms` and `protect` let expire waits (maintenance after a run
+    /// batches its expiries, see [`window_backlog`]); `retain_at_most` still applies.
+    pub hold_window: bool,
     /// `[retention] max_snapshots`, applied as at a run's publish on top of the rest: the
     /// snapshots it would expire expire too (a maintenance commit then keeps a table within
     /// the retention a run's commit keeps it in).
@@ -52,6 +55,7 @@ pub async fn expire_snapshots(
         before_ms: None,
         protect: HashSet::new(),
         batch: true,
+        hold_window: false,
         retain_at_most: None,
     };
     Ok(expire_with(staged, &expiry, file_io).await?.len())
@@ -161,18 +165,33 @@ pub async fn expire_metadata(
 /// The snapshots of `metadata` that `expiry` lets expire, `main` being at `head` (see
 /// [`expire_metadata`]). Reads nothing: what `pipeline maintain --plan` counts.
 pub fn expirable(metadata: &TableMetadata, head: i64, expiry: &Expiry) -> HashSet<i64> {
-    let mut expired = candidates(metadata, head, expiry);
+    let mut expired = if expiry.hold_window {
+        HashSet::new()
+    } else {
+        candidates(metadata, head, expiry)
+    };
     if let Some(at_most) = expiry.retain_at_most {
         let retention = Expiry {
             keep_last: at_most,
             before_ms: None,
             protect: HashSet::new(),
             batch: true,
+            hold_window: false,
             retain_at_most: None,
         };
         expired.extend(candidates(metadata, head, &retention));
     }
     keep_lineage_of_kept(metadata, head, expired)
+}
+
+/// How many snapshots of `metadata` have passed `expiry`'s window, and how many the table
+/// would keep: what a batched expiry weighs (maintenance after a run expires once the
+/// snapshots past the window are as many as those kept, and at least 2, which keeps a
+/// history within twice what the window keeps while a nightly schedule commits an expiry,
+/// and surveys the catalog to delete what it frees, once a week or so rather than nightly).
+pub fn window_backlog(metadata: &TableMetadata, head: i64, expiry: &Expiry) -> (usize, usize) {
+    let due = candidates(metadata, head, expiry).len();
+    (due, metadata.snapshots().count() - due)
 }
 
 /// The snapshots `expiry` lets expire, before keeping what kept snapshots descend from.

@@ -21,7 +21,7 @@ use iceberg::io::FileIO;
 use iceberg::spec::TableMetadata;
 
 use super::ledger::CHECKPOINT_KEY;
-use super::manifests::manifest_list;
+use super::manifests::manifest_lists;
 use crate::catalog::PipelineCatalog;
 use crate::error::{Error, Result};
 use crate::spec::TableName;
@@ -228,9 +228,11 @@ pub async fn referenced(
     }
     let mut manifests: Vec<iceberg::spec::ManifestFile> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
-    for snapshot in metadata.snapshots() {
+    let snapshots: Vec<_> = metadata.snapshots().cloned().collect();
+    let lists = manifest_lists(file_io, metadata, snapshots.clone()).await?;
+    for (snapshot, list) in snapshots.iter().zip(&lists) {
         files.insert(plain(snapshot.manifest_list()).to_string());
-        for manifest in manifest_list(file_io, metadata, snapshot).await?.entries() {
+        for manifest in list.entries() {
             if seen.insert(manifest.manifest_path.clone()) {
                 manifests.push(manifest.clone());
             }

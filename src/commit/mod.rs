@@ -69,13 +69,13 @@ pub use deletion::{
 };
 pub use diff::{changed_files, file_times, FileTimes};
 pub use expire::{
-    expirable, expire_metadata, expire_snapshots, expire_with, trim_metadata_log, Expired, Expiry,
-    METADATA_LOG_KEPT,
+    expirable, expire_metadata, expire_snapshots, expire_with, trim_metadata_log, window_backlog,
+    Expired, Expiry, METADATA_LOG_KEPT,
 };
 pub use job::{JobContext, JobKind};
 pub use label::partition_label;
 pub use live::{referenced, LiveFiles, LiveTable, UnreadableTable};
-pub use manifests::manifest_list;
+pub use manifests::{load_manifests, manifest_list, manifest_lists};
 pub use produce::stage_snapshot;
 pub use range::PartitionRange;
 pub use replaced::{data_changes, only_replaced_since};

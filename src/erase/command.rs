@@ -17,7 +17,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use chrono::Utc;
 use serde::Serialize;
 
 use super::purge::purge;
@@ -66,7 +65,7 @@ pub async fn erase(
 ) -> Result<EraseReport> {
     if request.plan_only {
         let validated = validate(pipeline).await?;
-        let run_id = new_run_id(Utc::now());
+        let run_id = new_run_id(crate::fault::wall_now());
         return Ok(survey(pipeline, &validated, &run_id, request).await?.report);
     }
     operate(EraseOperation { pipeline, request }, observer).await
@@ -284,7 +283,7 @@ fn history(catalog: &PipelineCatalog, request: &EraseRequest) -> String {
     match (request.purge, catalog.kind()) {
         (true, "s3tables") => format!(
             "purged: every older snapshot of the erased tables expired; S3 Tables deletes the files only they referenced itself (its unreferenced-file removal marks them noncurrent after unreferencedDays, 3 by default, and deletes them nonCurrentDays later, 10 by default): with the defaults, by {}",
-            (Utc::now() + chrono::Duration::days(13)).format("%Y-%m-%d")
+            (crate::fault::wall_now() + chrono::Duration::days(13)).format("%Y-%m-%d")
         ),
         (true, _) => "purged: every older snapshot of the erased tables expires and the files only they referenced are deleted by the maintain runs that follow this one under the same lock (their records name this erase; `pipeline run-info` of this run lists them)".to_string(),
         (false, _) => "older snapshots still hold the rows (for rollback) until they expire by the pipeline's [maintenance] settings; `pipeline erase --purge` removes them now".to_string(),

@@ -23,8 +23,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use chrono::Utc;
-
 use super::options::MaintainOptions;
 use super::plan::plan;
 use super::publish::MaintainOperation;
@@ -47,7 +45,7 @@ pub async fn maintain_pipeline(
     let catalog = PipelineCatalog::connect(&pipeline.catalog).await?;
     if options.plan_only {
         let clock = Instant::now();
-        let now = options.now.unwrap_or_else(Utc::now);
+        let now = options.now.unwrap_or_else(crate::fault::wall_now);
         let planned = plan(&catalog, pipeline, options, now).await?;
         return Ok(MaintainReport {
             pipeline: pipeline.name.clone(),
@@ -101,6 +99,7 @@ pub(crate) async fn after_run(
     let options = MaintainOptions {
         tables: Some(tables.iter().filter_map(|t| TableName::parse(t)).collect()),
         invocation: invocation.clone(),
+        batch_expiry: true,
         ..MaintainOptions::new(LockWait(None))
     };
     maintain_locked(catalog, pipeline, &options, observer, held)

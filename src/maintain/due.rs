@@ -3,7 +3,6 @@
 //! window), read without a lock and changing nothing. `pipeline tables` and `schedule
 //! status` show it with the command that does it.
 
-use chrono::Utc;
 use serde::Serialize;
 
 use super::options::MaintainOptions;
@@ -32,9 +31,11 @@ pub async fn due(catalog: &PipelineCatalog, pipeline: &Pipeline) -> Result<Vec<D
     }
     let options = MaintainOptions {
         plan_only: true,
+        // What the maintenance after the next run would do, where runs maintain.
+        batch_expiry: pipeline.maintains_after_run(),
         ..MaintainOptions::new(LockWait(None))
     };
-    let planned = plan(catalog, pipeline, &options, Utc::now()).await?;
+    let planned = plan(catalog, pipeline, &options, crate::fault::wall_now()).await?;
     Ok(planned
         .iter()
         .filter(|p| p.report.changes())

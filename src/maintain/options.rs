@@ -22,6 +22,11 @@ pub struct MaintainOptions {
     /// How long to wait for a run of the pipeline that holds its lock.
     pub wait: LockWait,
     pub invocation: Invocation,
+    /// Maintenance after a run: snapshots past the window expire in batches, all tables
+    /// together (see [`crate::commit::window_batch_due`]), and the tables' folders are searched for files
+    /// nothing references only when an expiry freed some, so that a nightly run pays for a
+    /// survey of the catalog every few runs, not each time.
+    pub batch_expiry: bool,
     /// The moment snapshot ages are measured from (default: now).
     pub now: Option<DateTime<Utc>>,
     /// The erase this maintenance purges (`pipeline erase --purge`), named in its record.
@@ -40,6 +45,7 @@ impl MaintainOptions {
             tables: None,
             plan_only: false,
             expire_protected: false,
+            batch_expiry: false,
             wait,
             invocation: Invocation::current(None, None),
             now: None,

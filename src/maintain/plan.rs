@@ -11,7 +11,7 @@ use super::options::MaintainOptions;
 use super::report::{Planned, TableMaintenance};
 use crate::catalog::PipelineCatalog;
 use crate::commit::summary::INPUTS;
-use crate::commit::{expirable, Expiry};
+use crate::commit::{expirable, window_backlog, Expiry};
 use crate::error::{Error, Result};
 use crate::maintain::compact::{select, Sizes};
 use crate::spec::{Maintenance, Pipeline, TableName};
@@ -81,11 +81,39 @@ pub(super) async fn plan(
             before_ms: Some(window_start.timestamp_millis()),
             protect: protect.clone(),
             batch: false,
+            hold_window: false,
             retain_at_most: pipeline.max_snapshots,
         };
         planned.push(plan_table(settings, name, job_target, table, expiry).await?);
     }
+    if options.batch_expiry {
+        hold_unless_a_batch_is_due(&mut planned);
+    }
     Ok(planned)
+}
+
+/// Maintenance after a run expires in batches, all tables together: nothing expires until
+/// the snapshots past the window, over all the tables maintained, are as many as those they
+/// keep (and at least 2; see [`window_backlog`]); then every table expires all it may. One
+/// survey of the catalog deletes what the batch frees, every few runs.
+fn hold_unless_a_batch_is_due(planned: &mut [Planned]) {
+    let (due, kept) = planned.iter().fold((0, 0), |(due, kept), p| {
+        let metadata = p.table.metadata();
+        let (d, k) = metadata
+            .current_snapshot_id()
+            .map_or((0, 0), |head| window_backlog(metadata, head, &p.expiry));
+        (due + d, kept + k)
+    });
+    if due >= kept.max(2) {
+        return;
+    }
+    for p in planned.iter_mut() {
+        p.expiry.hold_window = true;
+        let metadata = p.table.metadata();
+        p.report.expired_snapshots = metadata
+            .current_snapshot_id()
+            .map_or(0, |head| expirable(metadata, head, &p.expiry).len() as u64);
+    }
 }
 
 /// Refuses `options.tables` naming a table `pipeline` does not write.
@@ -192,7 +220,16 @@ async fn rollback_points(
     let mut out = HashSet::new();
     let mut records = catalog.runs_since(pipeline, since).await?;
     if newest > 0 {
-        records.extend(catalog.newest_runs(pipeline, 0, newest).await?);
+        // The newest `newest` runs, not records: each run may be followed by its own
+        // maintenance record, so three times as many records are read.
+        let newest_runs: Vec<_> = catalog
+            .newest_runs(pipeline, 0, newest * 3)
+            .await?
+            .into_iter()
+            .filter(|r| r.kind != crate::records::RunKind::Maintain)
+            .take(newest)
+            .collect();
+        records.extend(newest_runs);
     }
     for record in records {
         for t in &record.tables {

@@ -10,8 +10,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use chrono::Utc;
-
 use super::delete::Cleanup;
 use super::options::MaintainOptions;
 use super::plan::plan;
@@ -109,7 +107,7 @@ impl<'a> TableOperation<'a> for MaintainOperation<'a> {
         run: &RunStart,
         observer: &Arc<dyn Observer>,
     ) -> Result<Staging<MaintainStaged, MaintainReport>> {
-        let now = self.options.now.unwrap_or_else(Utc::now);
+        let now = self.options.now.unwrap_or_else(crate::fault::wall_now);
         let planned = plan(&opened.catalog, self.pipeline, self.options, now).await?;
         let properties: HashMap<String, String> = [
             (PIPELINE, self.pipeline.name.as_str()),
@@ -228,6 +226,11 @@ impl<'a> TableOperation<'a> for MaintainOperation<'a> {
         let locations = staged.locations.clone();
         let (mut tables, freed) = published_reports(catalog, staged, published);
         pause_point("maintain-published");
+        if self.options.batch_expiry && freed.iter().all(|(_, files)| files.is_empty()) {
+            // After a run, nothing freed: the search for files nothing references (a killed
+            // run's) waits for the next expiry, which surveys the catalog anyway.
+            return Ok(report(self, record, tables));
+        }
         let cleanup = Cleanup {
             held,
             unreferenced_age: self.options.unreferenced_age,
@@ -237,14 +240,23 @@ impl<'a> TableOperation<'a> for MaintainOperation<'a> {
         cleanup
             .run(catalog, self.pipeline, freed, &mut tables)
             .await?;
-        Ok(MaintainReport {
-            pipeline: self.pipeline.name.clone(),
-            undo: record.as_ref().and_then(|r| r.undo_command()),
-            run_id: record.map(|r| r.run_id),
-            planned_only: false,
-            seconds: self.clock.elapsed().as_secs_f64(),
-            tables,
-        })
+        Ok(report(self, record, tables))
+    }
+}
+
+/// The report of a finished maintenance.
+fn report(
+    operation: MaintainOperation<'_>,
+    record: Option<RunRecord>,
+    tables: Vec<TableMaintenance>,
+) -> MaintainReport {
+    MaintainReport {
+        pipeline: operation.pipeline.name.clone(),
+        undo: record.as_ref().and_then(|r| r.undo_command()),
+        run_id: record.map(|r| r.run_id),
+        planned_only: false,
+        seconds: operation.clock.elapsed().as_secs_f64(),
+        tables,
     }
 }
 
@@ -355,8 +367,9 @@ async fn build(
         return Ok(None);
     };
     // The embedded catalog's metadata log is ours to keep short (a REST server keeps its own;
-    // S3 Tables removes unreferenced files itself).
-    let old_metadata = if catalog.local_warehouse().is_some() {
+    // S3 Tables removes unreferenced files itself). After a run, with the expiry: deleting what
+    // the trim drops surveys the catalog, which is done once per expiry batch.
+    let old_metadata = if catalog.local_warehouse().is_some() && !p.expiry.hold_window {
         let (trimmed, dropped) = trim_metadata_log(metadata)?;
         metadata = trimmed;
         dropped
@@ -364,8 +377,7 @@ async fn build(
         Vec::new()
     };
     let rows = total_records(metadata.current_snapshot());
-    // What the expired snapshots free is known now, against the metadata to be published: the
-    // record says it, and the same list is deleted once the publish is in.
+    // What the expiry frees, against the metadata to be published (recorded, then deleted).
     let unreferenced = match &expired {
         Some(e) => Some(unreferenced_files(file_io, &metadata, e).await?),
         None => None,

@@ -2,14 +2,19 @@
 //! still referenced when a kept snapshot reaches it: its manifest list, its manifests, and the
 //! live (added or existing) data files they list. Only files under the table's own location
 //! are ever named, so a table that points at files elsewhere never loses them.
+//!
+//! Cheap enough to run after every nightly run: manifest lists and manifests are read
+//! concurrently, each once, and the kept snapshots' manifests are read only when the expired
+//! snapshots' own manifests name data files that may be freed (an expired append whose
+//! manifests later snapshots carry over frees its manifest list only).
 
 use std::collections::HashSet;
 
 use iceberg::io::FileIO;
-use iceberg::spec::TableMetadata;
+use iceberg::spec::{ManifestFile, TableMetadata};
 use serde::Serialize;
 
-use crate::commit::{manifest_list, Expired};
+use crate::commit::{load_manifests, manifest_lists, Expired};
 use crate::error::Result;
 
 /// Files no kept snapshot references, ready to delete once the expiry is published.
@@ -29,53 +34,65 @@ pub async fn unreferenced_files(
     kept: &TableMetadata,
     expired: &Expired,
 ) -> Result<Unreferenced> {
-    let mut live: HashSet<String> = HashSet::new();
-    let mut kept_manifests: HashSet<String> = HashSet::new();
-    for snapshot in kept.snapshots() {
-        live.insert(snapshot.manifest_list().to_string());
-        let list = manifest_list(file_io, kept, snapshot).await?;
-        for manifest_file in list.entries() {
-            if !kept_manifests.insert(manifest_file.manifest_path.clone()) {
-                continue;
+    let kept_lists = manifest_lists(file_io, kept, kept.snapshots().cloned().collect()).await?;
+    let mut kept_manifests: Vec<ManifestFile> = Vec::new();
+    let mut kept_paths: HashSet<String> = HashSet::new();
+    for manifest in kept_lists.iter().flat_map(|l| l.entries()) {
+        if kept_paths.insert(manifest.manifest_path.clone()) {
+            kept_manifests.push(manifest.clone());
+        }
+    }
+    let inside = |path: &str| path.starts_with(&format!("{}/", kept.location()));
+    let kept_list_paths: HashSet<&str> = kept.snapshots().map(|s| s.manifest_list()).collect();
+    let mut out = Unreferenced::default();
+    let mut seen: HashSet<String> = HashSet::new();
+    // The expired snapshots' manifest lists and the manifests no kept snapshot lists. (An
+    // expired snapshot is no longer in `kept`: its list is read with the metadata it was
+    // written under, of which only the format version matters.)
+    let expired_lists = manifest_lists(file_io, kept, expired.snapshots.clone()).await?;
+    let mut freed: Vec<ManifestFile> = Vec::new();
+    for (snapshot, list) in expired.snapshots.iter().zip(&expired_lists) {
+        let path = snapshot.manifest_list();
+        if !kept_list_paths.contains(path) && inside(path) && seen.insert(path.to_string()) {
+            out.files.push(path.to_string());
+        }
+        for manifest in list.entries() {
+            let path = &manifest.manifest_path;
+            if !kept_paths.contains(path) && inside(path) && seen.insert(path.clone()) {
+                out.files.push(path.clone());
+                freed.push(manifest.clone());
             }
-            let manifest = manifest_file.load_manifest(file_io).await?;
+        }
+    }
+    // The data files those manifests name, freed unless a kept manifest lists them alive.
+    let mut candidates: Vec<(String, u64)> = Vec::new();
+    for (_, manifest) in load_manifests(file_io, freed).await? {
+        for entry in manifest.entries() {
+            let path = entry.file_path();
+            if inside(path) && !seen.contains(path) {
+                candidates.push((path.to_string(), entry.file_size_in_bytes()));
+            }
+        }
+    }
+    if !candidates.is_empty() {
+        let mut live: HashSet<String> = HashSet::new();
+        for (_, manifest) in load_manifests(file_io, kept_manifests).await? {
             for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
                 live.insert(entry.file_path().to_string());
             }
         }
-    }
-    let inside = |path: &str| path.starts_with(&format!("{}/", kept.location()));
-    let mut out = Unreferenced::default();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut free = |path: &str, out: &mut Unreferenced| -> bool {
-        let fresh = !live.contains(path) && !kept_manifests.contains(path) && inside(path);
-        fresh && seen.insert(path.to_string()) && {
-            out.files.push(path.to_string());
-            true
-        }
-    };
-    for snapshot in &expired.snapshots {
-        free(snapshot.manifest_list(), &mut out);
-        // The expired snapshot is no longer in `kept`: its manifest list is read with the
-        // metadata it was written under (only its format version matters).
-        let list = manifest_list(file_io, kept, snapshot).await?;
-        for manifest_file in list.entries() {
-            if kept_manifests.contains(&manifest_file.manifest_path)
-                || !free(&manifest_file.manifest_path, &mut out)
-            {
-                continue;
-            }
-            let manifest = manifest_file.load_manifest(file_io).await?;
-            for entry in manifest.entries() {
-                if free(entry.file_path(), &mut out) {
-                    out.data_files += 1;
-                    out.data_bytes += entry.file_size_in_bytes();
-                }
+        for (path, bytes) in candidates {
+            if !live.contains(&path) && seen.insert(path.clone()) {
+                out.files.push(path);
+                out.data_files += 1;
+                out.data_bytes += bytes;
             }
         }
     }
     if let Some(checkpoint) = &expired.old_checkpoint {
-        free(checkpoint, &mut out);
+        if inside(checkpoint) && seen.insert(checkpoint.clone()) {
+            out.files.push(checkpoint.clone());
+        }
     }
     out.files.sort();
     Ok(out)

@@ -263,7 +263,7 @@ async fn steps<'a, O: TableOperation<'a>>(
 ) -> Result<O::Output> {
     let opened = take_locks(operation.opening(), operation.wait(), observer.clone()).await?;
     let identity = operation.identity();
-    let started = identity.started.unwrap_or_else(Utc::now);
+    let started = identity.started.unwrap_or_else(crate::fault::wall_now);
     let run = RunStart {
         run_id: identity.run_id.unwrap_or_else(|| new_run_id(started)),
         started,

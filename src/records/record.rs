@@ -172,7 +172,7 @@ impl RunRecord {
             pipeline: pipeline.to_string(),
             kind,
             started_at: timestamp(started),
-            finished_at: timestamp(Utc::now()),
+            finished_at: timestamp(crate::fault::wall_now()),
             rolls_back: None,
             undo: invocation.undo_command(run_id, pipeline),
             invocation: invocation.clone(),
@@ -216,7 +216,7 @@ impl RunRecord {
     /// A copy of this record finished now (the moment it is published).
     pub fn finished_now(&self) -> RunRecord {
         RunRecord {
-            finished_at: timestamp(Utc::now()),
+            finished_at: timestamp(crate::fault::wall_now()),
             ..self.clone()
         }
     }

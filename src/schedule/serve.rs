@@ -156,7 +156,7 @@ async fn run_with_retries(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let started = Utc::now();
+        let started = crate::fault::wall_now();
         let run_id = new_run_id(started);
         ours.push(run_id.clone());
         let mut options = RunOptions::new(LockWait(None));

@@ -677,3 +677,100 @@ fn the_newest_runs_stay_undoable_whatever_their_age() {
         assert_eq!(kept, undoable, "keep_runs {keep_runs:?}: {history}");
     }
 }
+
+/// Issue 32: a year of weekly ticks with no `[maintenance]` section (so maintenance after
+/// every run, with the default window), the clock moved to each tick (PIPELINE_CLOCK_SKEW) so
+/// that snapshots and run records age as over a real year. The table's history stays short
+/// and its files few; the newest runs can still be rolled back, and the rollback restores
+/// their rows; an old run's cannot, and the refusal names the maintenance that expired it.
+#[test]
+fn a_rollback_within_the_default_window_still_works_after_a_year_of_ticks() {
+    use chrono::{Datelike, Duration as Days, Utc};
+    let mut p = Project::empty();
+    p.write(
+        "pipelines/p.toml",
+        "[pipeline]\nname = \"p\"\n\n[schedule]\ncron = \"0 2 * * 1\"\n\n[[ingest]]\ntable = \"bronze.t\"\nformat = \"csv\"\npath = \"data/*.csv\"\nschema = { day = \"date\", n = \"long\" }\n\n[[transform]]\ntable = \"silver.s\"\nsql = \"sql/s.sql\"\n",
+    );
+    p.write(
+        "sql/s.sql",
+        "SELECT count(*) AS weeks, sum(n) AS total FROM bronze.t\n",
+    );
+    // Mondays, from one at least a week ahead: every tick is in the future of the real clock.
+    let first = Utc::now().date_naive() + Days::days(7);
+    let first = first + Days::days((7 - first.weekday().num_days_from_monday() as i64) % 7);
+    let weeks = 53;
+    for week in 0..weeks {
+        let day = first + Days::weeks(week);
+        p.write(
+            &format!("data/{day}.csv"),
+            &format!("day,n\n{day},{}\n", week + 1),
+        );
+        let at = day.and_hms_opt(2, 5, 0).unwrap().and_utc();
+        p.env = vec![(
+            "PIPELINE_CLOCK_SKEW".into(),
+            (at - Utc::now()).num_seconds().to_string(),
+        )];
+        let t = p.json(&["schedule", "tick", "--now", &at.to_rfc3339()])[0].clone();
+        assert_eq!(t["result"], "ran", "week {week}: {t}");
+    }
+    let history = p.json(&["history", "bronze.t"]);
+    let kept = history.as_array().unwrap().len();
+    assert!(
+        kept <= 25,
+        "{kept} snapshots kept after {weeks} runs: {history}"
+    );
+    assert!(p.json(&["files", "bronze.t"]).as_array().unwrap().len() <= 4);
+    let runs: Vec<Value> = p
+        .json(&["runs"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "run")
+        .cloned()
+        .collect();
+    assert_eq!(runs.len(), weeks as usize);
+    // The second run's rollback point (the first run's snapshot) is a year old: expired.
+    let snapshot_of = |run: &Value, key: &str| {
+        run["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["table"] == "bronze.t")
+            .and_then(|t| t[key].as_i64())
+            .unwrap()
+    };
+    let in_history = |id: i64| {
+        history
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["snapshot_id"].as_i64() == Some(id))
+    };
+    assert!(!in_history(snapshot_of(&runs[1], "snapshot_before")));
+    // The tenth newest run's rollback point is kept, whatever its age (keep_runs = 10).
+    for run in &runs[runs.len() - 10..] {
+        let before = snapshot_of(run, "snapshot_before");
+        assert!(in_history(before), "{before} not in {history}");
+    }
+    // The newest runs roll back, newest first (each after its own maintenance): the rows of
+    // their weeks go.
+    let total = |p: &Project| p.query("SELECT weeks, total FROM silver.s");
+    let sum_to = |w: u64| (1..=w).sum::<u64>().to_string();
+    let weeks = weeks as u64;
+    assert_eq!(
+        total(&p),
+        vec![vec![Some(weeks.to_string()), Some(sum_to(weeks))]]
+    );
+    for back in 1..=3u64 {
+        let run = runs[runs.len() - back as usize]["run_id"].as_str().unwrap();
+        p.json(&["rollback", run]);
+        assert_eq!(
+            total(&p),
+            vec![vec![
+                Some((weeks - back).to_string()),
+                Some(sum_to(weeks - back))
+            ]],
+            "after rolling back {back} run(s)"
+        );
+    }
+}

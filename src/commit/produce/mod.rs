@@ -219,7 +219,7 @@ impl<'a> SnapshotProducer<'a> {
             .with_snapshot_id(self.snapshot_id)
             .with_parent_snapshot_id(self.metadata.current_snapshot_id())
             .with_sequence_number(self.sequence_number)
-            .with_timestamp_ms(chrono::Utc::now().timestamp_millis())
+            .with_timestamp_ms(crate::fault::wall_now().timestamp_millis())
             .with_manifest_list(manifest_list_path)
             .with_summary(summary)
             .with_schema_id(self.metadata.current_schema_id())

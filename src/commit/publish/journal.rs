@@ -67,7 +67,7 @@ impl Publisher for JournaledPublisher {
         let intent = Intent {
             // Fresh for every attempt: a resolver of an earlier attempt never matches it.
             id: uuid::Uuid::new_v4().to_string(),
-            started_at: chrono::Utc::now().to_rfc3339(),
+            started_at: crate::fault::wall_now().to_rfc3339(),
             entries,
             record: publication.record.clone(),
         };

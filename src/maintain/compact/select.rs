@@ -10,7 +10,7 @@ use iceberg::io::FileIO;
 use iceberg::spec::{DataContentType, ManifestContentType, Struct, TableMetadata};
 use serde::Serialize;
 
-use crate::commit::{manifest_list, partition_label};
+use crate::commit::{load_manifests, manifest_list, partition_label};
 use crate::error::Result;
 
 /// The thresholds of one table's compaction.
@@ -74,6 +74,7 @@ pub async fn select(
     // Per partition key: (label, candidates (path, bytes, records), files in the partition).
     type Candidates = Vec<(String, u64, u64)>;
     let mut partitions: BTreeMap<String, (Struct, Candidates, u64)> = BTreeMap::new();
+    let mut data_manifests = Vec::new();
     for manifest_file in list.entries() {
         if manifest_file.content == ManifestContentType::Deletes {
             if manifest_file.has_added_files() || manifest_file.has_existing_files() {
@@ -86,8 +87,10 @@ pub async fn select(
             }
             continue;
         }
-        plan.data_manifests += 1;
-        let manifest = manifest_file.load_manifest(file_io).await?;
+        data_manifests.push(manifest_file.clone());
+    }
+    plan.data_manifests = data_manifests.len() as u64;
+    for (manifest_file, manifest) in load_manifests(file_io, data_manifests).await? {
         for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
             let file = entry.data_file();
             if file.content_type() != DataContentType::Data {
