@@ -188,6 +188,22 @@ fn storage_problem<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&
 }
 
 impl Error {
+    /// Whether a run that ended with this error is recorded as a failed run: everything but a
+    /// refusal before it started (a spec problem, a wrong flag, the lock held by another run, a
+    /// tick already served or a lease lost to another scheduler).
+    pub fn is_run_failure(&self) -> bool {
+        !matches!(
+            self,
+            Error::Spec { .. }
+                | Error::Pipeline { .. }
+                | Error::Usage(_)
+                | Error::Busy(_)
+                | Error::TickServed { .. }
+                | Error::LeaseLost(_)
+                | Error::Breaking { .. }
+        )
+    }
+
     /// A failure that may pass by itself (another writer committed first, a catalog server
     /// failed, the catalog database was busy): worth retrying. A problem in the spec, the SQL
     /// or the data, a failed expectation, a damaged table or a refused write is not.

@@ -79,6 +79,11 @@ pub async fn rollback(
             "maintenance {run_id} only expired snapshots (and deleted the files only they referenced): that cannot be undone"
         )));
     }
+    if let Some(error) = &run.error {
+        return Err(Error::Usage(format!(
+            "run {run_id} failed and changed no table ({error}): there is nothing to undo"
+        )));
+    }
     if run.is_noop() {
         return Err(Error::Usage(format!(
             "run {run_id} changed no table (it had nothing to do): there is nothing to undo"

@@ -50,6 +50,17 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Which jobs a run or a backfill covers.
+#[derive(clap::Args)]
+pub struct SelectArg {
+    /// Only these jobs, named by the tables they write (comma-separated, or repeated):
+    /// `silver.orders` (that job), `silver.orders+` (and every job downstream of it),
+    /// `+gold.fact_orders` (and every job it reads from, up to the ingests). Tables left out
+    /// keep what they have; selected ones read them as published.
+    #[arg(long, value_name = "TABLES")]
+    pub select: Vec<String>,
+}
+
 /// Where a run's transforms execute.
 #[derive(clap::Args)]
 pub struct EngineArg {
@@ -115,6 +126,8 @@ pub enum Command {
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
         #[command(flatten)]
+        select: SelectArg,
+        #[command(flatten)]
         engine: EngineArg,
         #[command(flatten)]
         wait: WaitArgs,
@@ -149,6 +162,8 @@ pub enum Command {
         /// record that `pipeline runs` and `pipeline run-info` show.
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
+        #[command(flatten)]
+        select: SelectArg,
         #[command(flatten)]
         engine: EngineArg,
         #[command(flatten)]

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::args::{Cli, Command, EngineArg, WaitArgs};
+use super::args::{Cli, Command, EngineArg, SelectArg, WaitArgs};
 use super::cluster;
 use super::maintain;
 use super::print;
@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::inspect;
 use crate::plan::{
     lineage_of, lineage_roots, lineage_target, plan_backfill, plan_changes, validate, Backfill,
+    Selector,
 };
 use crate::records::Invocation;
 use crate::rollback::rollback;
@@ -33,11 +34,13 @@ pub async fn execute(cli: Cli) -> Result<()> {
             full_refresh,
             reload_changed,
             reason,
+            select,
             engine,
             wait,
         } => {
             let flags = RunFlags {
                 reason,
+                select,
                 engine,
                 wait,
             };
@@ -50,12 +53,14 @@ pub async fn execute(cli: Cli) -> Result<()> {
             tables,
             plan,
             reason,
+            select,
             engine,
             wait,
         } => {
             let range = BackfillRange { from, to, tables };
             let flags = RunFlags {
                 reason,
+                select,
                 engine,
                 wait,
             };
@@ -270,6 +275,7 @@ impl Context<'_> {
 /// The options `run` and `backfill` share.
 struct RunFlags<'a> {
     reason: &'a Option<String>,
+    select: &'a SelectArg,
     engine: &'a EngineArg,
     wait: &'a WaitArgs,
 }
@@ -281,6 +287,7 @@ impl RunFlags<'_> {
         let mut options = RunOptions::new(self.wait.lock_wait());
         options.engine = self.engine.choice(spec)?;
         options.invocation = cx.invocation(self.reason);
+        options.select = Selector::parse_all(&self.select.select)?;
         Ok(options)
     }
 }
@@ -320,7 +327,8 @@ async fn backfill(
     let spec = cx.load(pipeline)?;
     let backfill = Backfill::request(&spec, range.from, range.to, range.tables)?;
     if plan {
-        let planned = plan_backfill(&spec, &backfill).await?;
+        let select = Selector::parse_all(&flags.select.select)?;
+        let planned = plan_backfill(&spec, &backfill, &select).await?;
         print::backfill_plan(&planned, cx.cli.json);
         return Ok(());
     }

@@ -75,7 +75,11 @@ pub fn record(run: &RunRecord, as_json: bool) {
         say!("FAILED:       {error}");
     }
     say!("started at:   {}", run.started_at);
-    say!("published at: {}", run.finished_at);
+    if run.is_failure() {
+        say!("failed at:    {}", run.finished_at);
+    } else {
+        say!("published at: {}", run.finished_at);
+    }
     if !run.invocation.user.is_empty() {
         say!(
             "by:           {} on {}",
@@ -98,6 +102,9 @@ pub fn record(run: &RunRecord, as_json: bool) {
             .unwrap_or_else(|| "(nothing to undo: the run changed no table)".into())
     );
     say!();
+    if run.is_failure() {
+        return failure_trail(run);
+    }
     let show = |s: Option<i64>| s.map_or_else(|| "(none)".to_string(), |s| s.to_string());
     let rows: Vec<Vec<String>> = run
         .tables
@@ -125,6 +132,29 @@ pub fn record(run: &RunRecord, as_json: bool) {
             &rows
         )
     );
+}
+
+/// What a failed run got done before it failed: the jobs that finished staging (nothing of
+/// theirs was published) and the checks evaluated.
+fn failure_trail(run: &RunRecord) {
+    if run.finished_jobs.is_empty() {
+        say!("no job finished before the run failed; no table changed");
+    } else {
+        say!("jobs that finished before the run failed (nothing of theirs was published):");
+        let rows: Vec<Vec<String>> = run
+            .finished_jobs
+            .iter()
+            .map(|j| vec![j.table.clone(), j.action.clone(), j.rows.to_string()])
+            .collect();
+        say_raw!(
+            "{}",
+            render_table(&strings(&["table", "action", "rows staged"]), &rows)
+        );
+    }
+    for q in &run.quality {
+        let verdict = if q.passed { "passed" } else { "FAILED" };
+        say!("check {} {}: {verdict} ({})", q.table, q.name, q.detail);
+    }
 }
 
 /// `pipeline run-info` of an erase: the record, then what the maintain runs that purged it
@@ -165,7 +195,8 @@ pub fn runs(runs: &[RunRecord], as_json: bool) {
                 r.pipeline.clone(),
                 match (&r.rolls_back, &r.error, &r.tick) {
                     (Some(id), _, _) => format!("rollback of {id}"),
-                    (None, Some(_), _) => format!("{} FAILED (scheduled)", r.kind),
+                    (None, Some(_), Some(_)) => format!("{} FAILED (scheduled)", r.kind),
+                    (None, Some(_), None) => format!("{} FAILED", r.kind),
                     (None, None, Some(_)) => format!("{} (scheduled)", r.kind),
                     (None, None, None) => r.kind.to_string(),
                 },

@@ -225,6 +225,37 @@ fn push_snapshots(body: &mut String, t: &TablePage) {
 }
 
 /// `runs.html`: a chart of rows and seconds per run, then every run's receipt.
+/// A failed run's error and the jobs that finished before it failed, for its row's "what
+/// changed" cell; empty for a run that published.
+fn failure_cell(r: &RunRecord) -> String {
+    let Some(error) = &r.error else {
+        return String::new();
+    };
+    let staged: Vec<String> = r
+        .finished_jobs
+        .iter()
+        .map(|j| {
+            format!(
+                "{} {} ({} rows)",
+                escape(&j.table),
+                escape(&j.action),
+                j.rows
+            )
+        })
+        .collect();
+    let staged = match staged.is_empty() {
+        true => String::new(),
+        false => format!(
+            "<br>finished before it failed, not published: {}",
+            staged.join("; ")
+        ),
+    };
+    format!(
+        "<br><span class=\"fail\">FAILED: {}</span>{staged}",
+        escape(error)
+    )
+}
+
 pub fn runs(site: &Site) -> String {
     let mut body = format!(
         "<h1>Runs of {}</h1>\n<p class=\"muted\">Newest first; the {} newest are shown (<code>pipeline runs</code> lists all).</p>\n",
@@ -281,11 +312,7 @@ pub fn runs(site: &Site) -> String {
             if failed.is_empty() { "" } else { "<br>" },
             failed.join("<br>")
         );
-        let error = r
-            .error
-            .as_ref()
-            .map(|e| format!("<br><span class=\"fail\">FAILED: {}</span>", escape(e)))
-            .unwrap_or_default();
+        let error = failure_cell(r);
         let _ = writeln!(
             body,
             "<tr id=\"{id}\" class=\"run\"><td><code class=\"run-id\">{id}</code></td><td>{}</td><td>{}<br><span class=\"muted\">{:.1} s</span></td><td>{who}</td><td>{}{error}</td><td>{checks}</td><td><code>{}</code></td></tr>",

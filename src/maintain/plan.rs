@@ -220,13 +220,14 @@ async fn rollback_points(
     let mut out = HashSet::new();
     let mut records = catalog.runs_since(pipeline, since).await?;
     if newest > 0 {
-        // The newest `newest` runs, not records: each run may be followed by its own
-        // maintenance record, so three times as many records are read.
+        // The newest `newest` runs that published, not records: each run may be followed by
+        // its own maintenance record (and failed runs change nothing), so three times as many
+        // records are read.
         let newest_runs: Vec<_> = catalog
             .newest_runs(pipeline, 0, newest * 3)
             .await?
             .into_iter()
-            .filter(|r| r.kind != crate::records::RunKind::Maintain)
+            .filter(|r| r.kind != crate::records::RunKind::Maintain && !r.is_failure())
             .take(newest)
             .collect();
         records.extend(newest_runs);

@@ -213,6 +213,7 @@ impl Lake {
                             "checks_failed": r.quality.iter().filter(|q| !q.passed).count(),
                             "checks": r.quality.len(),
                             "error": r.error,
+                            "finished_jobs": r.finished_jobs,
                             "undo": r.undo,
                         })
                     })
@@ -270,7 +271,7 @@ impl Lake {
             async {
                 let spec = self.spec(&a.pipeline)?;
                 let backfill = Backfill::request(&spec, &a.from, &a.to, &a.tables)?;
-                plan_backfill(&spec, &backfill).await
+                plan_backfill(&spec, &backfill, &[]).await
             }
             .await,
         )

@@ -280,7 +280,6 @@ async fn steps<'a, O: TableOperation<'a>>(
         Staging::Done(output) => return Ok(output),
     };
     if let Some(audited) = operation.to_audit(&staged) {
-        observer.publishing(audited.tables.len());
         if let (Opening::Validated { pipeline, .. }, Some(validated)) =
             (operation.opening(), &opened.validated)
         {
@@ -296,6 +295,8 @@ async fn steps<'a, O: TableOperation<'a>>(
             .await?;
             record = record.with_quality(quality);
         }
+        // Said once the checks passed: a run that fails them publishes nothing.
+        observer.publishing(audited.tables.len());
     }
     let record = operation.describe(record, &staged);
     let published = publish(&mut operation, &opened, &mut staged, &record, &observer).await?;

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use chrono::{Days, NaiveDate};
 
 use super::graph::{JobGraph, JobId};
+use super::select::{select_jobs, Selector};
 use crate::error::{Error, Result};
 use crate::spec::{Pipeline, TableName};
 
@@ -82,8 +83,39 @@ impl Backfill {
 }
 
 /// The jobs a run executes: every job; for a backfill, the selected tables' transforms and
-/// every transform downstream of them (no ingest).
+/// every transform downstream of them (no ingest); with `--select` (`select` not empty), only
+/// those of them it names (none is a usage error).
 pub fn jobs_in_scope(
+    graph: &JobGraph,
+    pipeline: &Pipeline,
+    backfill: Option<&Backfill>,
+    select: &[Selector],
+) -> Result<HashSet<JobId>> {
+    let all = backfill_scope(graph, pipeline, backfill)?;
+    if select.is_empty() {
+        return Ok(all);
+    }
+    let selected: HashSet<JobId> = select_jobs(graph, pipeline, select)?
+        .intersection(&all)
+        .copied()
+        .collect();
+    if selected.is_empty() {
+        let terms: Vec<String> = select.iter().map(|s| s.to_string()).collect();
+        return Err(Error::Usage(format!(
+            "--select {} names no job this {} runs (a backfill runs transforms only)",
+            terms.join(","),
+            if backfill.is_some() {
+                "backfill"
+            } else {
+                "run"
+            }
+        )));
+    }
+    Ok(selected)
+}
+
+/// Every job, or a backfill's: its tables' transforms and every transform downstream.
+fn backfill_scope(
     graph: &JobGraph,
     pipeline: &Pipeline,
     backfill: Option<&Backfill>,

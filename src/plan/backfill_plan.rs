@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::backfill::{jobs_in_scope, Backfill};
 use super::graph::JobId;
 use super::scope::{decide, Forced, Scope};
+use super::select::Selector;
 use super::validate::validate;
 use crate::commit::summary::{total, total_records, TOTAL_DATA_FILES, TOTAL_FILES_SIZE};
 use crate::commit::PartitionRange;
@@ -39,10 +40,15 @@ pub struct PlannedInput {
     pub bytes: Option<u64>,
 }
 
-/// Plans `backfill` of `pipeline` against the catalog's current state.
-pub async fn plan_backfill(pipeline: &Pipeline, backfill: &Backfill) -> Result<Vec<PlannedTable>> {
+/// Plans `backfill` of `pipeline` (only the jobs `select` names, when not empty) against the
+/// catalog's current state.
+pub async fn plan_backfill(
+    pipeline: &Pipeline,
+    backfill: &Backfill,
+    select: &[Selector],
+) -> Result<Vec<PlannedTable>> {
     let validated = validate(pipeline).await?;
-    let in_scope = jobs_in_scope(&validated.graph, pipeline, Some(backfill))?;
+    let in_scope = jobs_in_scope(&validated.graph, pipeline, Some(backfill), select)?;
     let mut scopes: HashMap<TableName, Scope> = HashMap::new();
     let mut planned = Vec::new();
     for job_id in &validated.graph.order {

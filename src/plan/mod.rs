@@ -1,7 +1,7 @@
 //! What a run WILL do, decided before anything is written: the job graph of a pipeline
 //! ([`graph`]), the checks of `pipeline validate` ([`validate`]), how much of each transform's
 //! table a run recomputes ([`scope`]), what a backfill selects and would read ([`backfill`],
-//! [`backfill_plan`]), the schema changes of the next run and whom they break (`pipeline plan`,
+//! [`backfill_plan`]), the jobs `--select` names ([`select`]), the schema changes of the next run and whom they break (`pipeline plan`,
 //! [`impact`]), and a pipeline's column lineage ([`lineage`]).
 
 pub mod backfill;
@@ -11,6 +11,7 @@ pub mod impact;
 pub mod lineage;
 mod schema_diff;
 pub mod scope;
+pub mod select;
 pub mod validate;
 
 pub use backfill::{jobs_in_scope, Backfill};
@@ -19,4 +20,5 @@ pub use graph::{job_graph, JobGraph, JobId};
 pub use impact::{plan_changes, SchemaPlan};
 pub use lineage::{lineage_of, lineage_roots, lineage_target};
 pub use scope::{decide, scope_properties, Forced, Scope};
+pub use select::{select_jobs, Selector};
 pub use validate::{validate, Validated};

@@ -60,7 +60,9 @@ impl AuditHistory {
             if let Some(target) = record.rolls_back.as_deref() {
                 undone.insert(target);
             }
-            if undone.contains(record.run_id.as_str()) {
+            // An undone run's measurements are no baseline, nor are a failed run's (nothing
+            // of it was published; its rules did not pass).
+            if undone.contains(record.run_id.as_str()) || record.is_failure() {
                 continue;
             }
             for q in &record.quality {
@@ -162,5 +164,31 @@ mod tests {
         assert_eq!(history.last_rule("s.t", "other", ExpectAction::Warn), None);
         let table = crate::spec::TableName::parse("s.t").unwrap();
         assert_eq!(history.baselines.last(&table, "u", 5), &[10.0, 20.0]);
+    }
+
+    #[test]
+    fn a_failed_run_is_no_baseline_and_no_rule() {
+        // Newest first: r2 failed its checks (measured 999, a new rule), r1 published.
+        let mut failed = record(
+            "r2",
+            None,
+            json!([result("u", "warn", Some("new"), Some(999.0))]),
+        );
+        failed.error = Some("expectation `u` on s.t failed".into());
+        let records = vec![
+            failed,
+            record(
+                "r1",
+                None,
+                json!([result("u", "warn", Some("old"), Some(10.0))]),
+            ),
+        ];
+        let history = AuditHistory::from_newest_first(&records);
+        assert_eq!(
+            history.last_rule("s.t", "u", ExpectAction::Warn),
+            Some("old")
+        );
+        let table = crate::spec::TableName::parse("s.t").unwrap();
+        assert_eq!(history.baselines.last(&table, "u", 5), &[10.0]);
     }
 }

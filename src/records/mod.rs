@@ -22,6 +22,7 @@ pub use control::{
 pub use erase_receipt::{EraseReceipt, ErasedSource, ErasedTable};
 pub use receipt::Invocation;
 pub use record::{
-    new_run_id, tick_key, ExpiredFiles, QualityResult, RunKind, RunRecord, TableRecord,
+    new_run_id, tick_key, ExpiredFiles, FailureTrail, FinishedJob, QualityResult, RunKind,
+    RunRecord, TableRecord,
 };
 pub(crate) use runs::insert as insert_run_record;

@@ -113,10 +113,14 @@ pub struct RunRecord {
     /// makes a tick run at most once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tick: Option<String>,
-    /// Why a scheduled run failed for good (after its retries): recorded with no tables, so
-    /// the tick counts as served and `pipeline runs` shows the failure.
+    /// Why the run failed (a scheduled one: after its retries): recorded with no tables, so
+    /// `pipeline runs` shows the failure and a scheduled tick counts as served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A failed run: the jobs that had finished staging before it failed (nothing of theirs
+    /// was published).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub finished_jobs: Vec<FinishedJob>,
     pub tables: Vec<TableRecord>,
     /// For an erase: the receipt (condition, rows and files per table, landing files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,6 +128,24 @@ pub struct RunRecord {
     /// For the maintenance that `pipeline erase --purge` runs: the erase's run id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub purge_of: Option<String>,
+}
+
+/// A job that finished staging in a run that then failed: what it would have done.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FinishedJob {
+    pub table: String,
+    /// What the job did (`append`, `replace <partitions>`, `up to date`, ...).
+    pub action: String,
+    /// Rows it wrote (staged, never published).
+    pub rows: u64,
+}
+
+/// What a failed run got done before it failed: the jobs that finished staging and the
+/// checks evaluated.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FailureTrail {
+    pub finished_jobs: Vec<FinishedJob>,
+    pub quality: Vec<QualityResult>,
 }
 
 /// The outcome of one expectation in one run.
@@ -179,6 +201,7 @@ impl RunRecord {
             quality: Vec::new(),
             tick: None,
             error: None,
+            finished_jobs: Vec::new(),
             tables: Vec::new(),
             erase: None,
             purge_of: None,
@@ -191,14 +214,22 @@ impl RunRecord {
         self
     }
 
-    /// This record as a scheduled run that failed for good with `error` (no tables; any
-    /// secret in `error` is redacted: records are shown by `runs`, `schedule status`, MCP and
-    /// the docs site).
-    pub fn failed(mut self, error: &str) -> RunRecord {
+    /// This record as a run that failed with `error` (a scheduled one: for good) after
+    /// `finished_jobs` had staged and `quality` was evaluated: no tables and nothing to undo.
+    /// Any secret in `error` is redacted: records are shown by `runs`, `schedule status`, MCP
+    /// and the docs site.
+    pub fn failed(mut self, error: &str, trail: FailureTrail) -> RunRecord {
         self.error = Some(crate::secrets::redact(error).into_owned());
+        self.finished_jobs = trail.finished_jobs;
+        self.quality = trail.quality;
         self.tables.clear();
         self.undo.clear();
         self
+    }
+
+    /// Whether this records a failure (no table changed).
+    pub fn is_failure(&self) -> bool {
+        self.error.is_some()
     }
 
     /// This record as the undo of run `run_id`.

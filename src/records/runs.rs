@@ -116,15 +116,20 @@ impl PipelineCatalog {
 
     /// One run record.
     pub async fn run(&self, run_id: &str) -> Result<RunRecord> {
-        self.select_runs(Which::Id(run_id))
+        self.find_run(run_id).await?.ok_or_else(|| {
+            Error::Usage(format!(
+                "no run `{run_id}` in this catalog; `pipeline runs` lists them"
+            ))
+        })
+    }
+
+    /// Run `run_id`'s record, if it was published.
+    pub async fn find_run(&self, run_id: &str) -> Result<Option<RunRecord>> {
+        Ok(self
+            .select_runs(Which::Id(run_id))
             .await?
             .into_iter()
-            .next()
-            .ok_or_else(|| {
-                Error::Usage(format!(
-                    "no run `{run_id}` in this catalog; `pipeline runs` lists them"
-                ))
-            })
+            .next())
     }
 
     /// The record of the run of `pipeline` that served scheduled tick `tick` (its RFC 3339

@@ -62,7 +62,7 @@ pub(crate) async fn execute(
     let graph = &validated.graph;
     let in_scope = match start.jobs {
         Some(jobs) => jobs,
-        None => jobs_in_scope(graph, &pipeline, options.backfill.as_ref())?,
+        None => jobs_in_scope(graph, &pipeline, options.backfill.as_ref(), &options.select)?,
     };
     let launcher = Launcher::new(ctx, pipeline, validated, options, observer, start.staged);
     let ticker = tokio::spawn(report_progress(

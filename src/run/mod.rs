@@ -12,9 +12,11 @@ mod options;
 mod pipeline;
 mod report;
 mod transform_job;
+mod witness;
 
 pub use crate::records::lock::{holder, lock_path, LockWait};
-pub use failed::record_failure;
+pub use failed::{record_failure, Failure};
 pub use options::{RunOptions, Tenure};
 pub use pipeline::{run_pipeline, run_tick, Served};
 pub use report::RunReport;
+pub use witness::Witness;

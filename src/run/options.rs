@@ -6,7 +6,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use crate::error::Result;
-use crate::plan::Backfill;
+use crate::plan::{Backfill, Selector};
 use crate::records::lock::LockWait;
 use crate::records::Invocation;
 use crate::spec::Engine;
@@ -45,6 +45,8 @@ pub struct RunOptions {
     pub engine: Option<Engine>,
     /// The claim a scheduled run confirms before each publish attempt.
     pub tenure: Option<Arc<dyn Tenure>>,
+    /// `--select`: only the jobs these name run (empty: every job in scope).
+    pub select: Vec<Selector>,
 }
 
 impl RunOptions {
@@ -60,6 +62,7 @@ impl RunOptions {
             run_id: None,
             engine: None,
             tenure: None,
+            select: Vec::new(),
         }
     }
 }

@@ -20,8 +20,10 @@ use std::time::Instant;
 use chrono::{SecondsFormat, Utc};
 
 use super::execute::{execute, Start};
+use super::failed::{failure_note, last_failure, record_failure, Failure};
 use super::options::RunOptions;
 use super::report::RunReport;
+use super::witness::Witness;
 use crate::catalog::PipelineCatalog;
 use crate::commit::publish::Publication;
 use crate::commit::JobContext;
@@ -34,7 +36,7 @@ use crate::operation::{
     Staging, TableOperation, ToAudit,
 };
 use crate::records::lock::LockWait;
-use crate::records::{tick_key, RunKind, RunRecord};
+use crate::records::{new_run_id, tick_key, RunKind, RunRecord};
 use crate::spec::{Pipeline, TableName};
 
 /// What a run for a scheduled tick did.
@@ -50,17 +52,51 @@ pub enum Served {
 ///
 /// Runs of the same pipeline on the same catalog are serialized: a second run waits for the
 /// first (up to `options.wait`), or fails at once when it is `LockWait(None)`.
+///
+/// A run that fails once it holds the lock is recorded as failed (the error, the jobs that
+/// finished staging, the checks evaluated; see [`record_failure`]), so `pipeline runs` shows
+/// it and the next run names it. A run refused before it started (a spec error, a wrong flag,
+/// the lock held) is not.
 pub async fn run_pipeline(
     pipeline: &Pipeline,
     observer: Arc<dyn Observer>,
-    options: RunOptions,
+    mut options: RunOptions,
 ) -> Result<RunReport> {
-    match run(pipeline, observer, options).await? {
-        Served::Ran(report) => Ok(*report),
-        Served::AlreadyServed { run_id } => Err(Error::Usage(format!(
-            "this tick was already served by run {run_id}"
-        ))),
+    let started = crate::fault::wall_now();
+    let run_id = options
+        .run_id
+        .get_or_insert_with(|| new_run_id(started))
+        .clone();
+    let witness = Witness::new(observer.clone());
+    let error = match run(pipeline, witness.clone(), options.clone()).await {
+        Ok(Served::Ran(report)) => return Ok(*report),
+        Ok(Served::AlreadyServed { run_id }) => {
+            return Err(Error::Usage(format!(
+                "this tick was already served by run {run_id}"
+            )))
+        }
+        Err(e) if !e.is_run_failure() => return Err(e),
+        Err(e) => e,
+    };
+    let failure = Failure {
+        run_id,
+        started,
+        error: crate::secrets::redact(&error.to_string()).into_owned(),
+        trail: witness.trail(),
+    };
+    match record_failure(pipeline, observer, &options, &failure).await {
+        Ok(None) => tracing::info!(run = %failure.run_id, "the failed run was recorded"),
+        Ok(Some(record)) if record.is_failure() => {}
+        // The run's publish went through after all (its answer was lost).
+        Ok(Some(record)) => {
+            return Err(Error::Failed(format!(
+                "run {} failed after its publish went through ({error}); `pipeline run-info {}` shows what it published",
+                record.run_id, record.run_id
+            )))
+        }
+        Err(e) => tracing::warn!("the failed run could not be recorded: {e}"),
     }
+    Err(error)
 }
 
 /// Runs the pipeline for a scheduled tick (`options.tick`), at most once: under the pipeline's
@@ -162,6 +198,9 @@ impl<'a> TableOperation<'a> for RunOperation<'a> {
             if let Some(run_id) = served_by(&validated.catalog, &self.pipeline.name, tick).await? {
                 return Ok(Staging::Done(Served::AlreadyServed { run_id }));
             }
+        }
+        if let Some(last) = last_failure(&validated.catalog, &self.pipeline.name).await? {
+            observer.warning(&failure_note(&last));
         }
         let ctx = Arc::new(JobContext {
             catalog: validated.catalog.clone(),

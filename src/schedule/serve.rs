@@ -17,7 +17,9 @@ use crate::catalog::PipelineCatalog;
 use crate::error::{Error, Result};
 use crate::operation::Observer;
 use crate::records::{new_run_id, tick_key, Invocation, RunRecord};
-use crate::run::{record_failure, run_tick, LockWait, RunOptions, Served, Tenure};
+use crate::run::{
+    record_failure, run_tick, Failure, LockWait, RunOptions, Served, Tenure, Witness,
+};
 use crate::spec::{Pipeline, Schedule};
 
 /// How long the `on_failure` command may take.
@@ -159,12 +161,9 @@ async fn run_with_retries(
         let started = crate::fault::wall_now();
         let run_id = new_run_id(started);
         ours.push(run_id.clone());
-        let mut options = RunOptions::new(LockWait(None));
-        options.tick = Some(tick);
-        options.run_id = Some(run_id.clone());
-        options.invocation = Invocation::current(Some(format!("scheduled tick {key}")), None);
-        options.tenure = tenure.clone();
-        let error = match attempt_run(pipeline, schedule, observer.clone(), &options).await {
+        let options = tick_options(tick, &run_id, tenure.clone());
+        let witness = Witness::new(observer.clone());
+        let error = match attempt_run(pipeline, schedule, witness.clone(), &options).await {
             Ok(Served::Ran(report)) => {
                 return Ok(TickResult::Ran {
                     tick: key,
@@ -203,8 +202,13 @@ async fn run_with_retries(
             continue;
         }
         let message = crate::secrets::redact(&error.to_string()).into_owned();
-        let found =
-            record_failure(pipeline, observer, &options, &run_id, started, &message).await?;
+        let failure = Failure {
+            run_id: run_id.clone(),
+            started,
+            error: message.clone(),
+            trail: witness.trail(),
+        };
+        let found = record_failure(pipeline, observer, &options, &failure).await?;
         return Ok(match found {
             // Whatever failed, a record holds the tick: it was served (by an attempt of ours
             // whose publish went through before the failure, or by another scheduler).
@@ -220,6 +224,18 @@ async fn run_with_retries(
             }
         });
     }
+}
+
+/// The options of run `run_id` serving `tick`: no waiting for the lock, the tick named as the
+/// reason, the scheduler's claim to confirm before publishing.
+fn tick_options(tick: DateTime<Utc>, run_id: &str, tenure: Option<Arc<dyn Tenure>>) -> RunOptions {
+    let mut options = RunOptions::new(LockWait(None));
+    options.tick = Some(tick);
+    options.run_id = Some(run_id.to_string());
+    let reason = format!("scheduled tick {}", tick_key(tick));
+    options.invocation = Invocation::current(Some(reason), None);
+    options.tenure = tenure;
+    options
 }
 
 /// One attempt at the tick's run, under the schedule's timeout; a panic in it is a failure of

@@ -29,10 +29,13 @@ fn a_job_failing_late_publishes_nothing() {
 
     let after: Vec<i64> = tables.iter().map(|t| p.current_snapshot(t)).collect();
     assert_eq!(before, after, "no table may move when a run fails");
+    let (published, failed) = p.runs_by_outcome();
+    assert_eq!(failed.len(), 1, "the failed run is recorded: {failed:?}");
+    assert_eq!(failed[0]["tables"].as_array().unwrap().len(), 0);
     assert_eq!(
-        p.json(&["runs"]).as_array().unwrap().len(),
+        published.len(),
         1,
-        "a failed run leaves no record"
+        "a failed run publishes no record of tables"
     );
     assert_eq!(
         p.query("SELECT count(*) FROM bronze.pos_orders")[0][0].as_deref(),

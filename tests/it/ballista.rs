@@ -343,8 +343,10 @@ fn a_scheduler_killed_during_a_transform_fails_the_run_and_publishes_nothing() {
         stderr.contains("error: silver.") && stderr.contains("nothing was published"),
         "{stderr}"
     );
-    // Nothing of the run is published: no run record, no snapshot of any table.
-    assert_eq!(p.json(&["runs"]).as_array().unwrap().len(), 0);
+    // Nothing of the run is published: only the record of its failure, no snapshot of any
+    // table.
+    let (published, failed) = p.runs_by_outcome();
+    assert_eq!((published.len(), failed.len()), (0, 1), "{failed:?}");
     for table in p.tables() {
         let history = p.json(&["history", &table]);
         assert_eq!(history.as_array().unwrap().len(), 0, "{table}: {history}");

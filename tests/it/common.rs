@@ -212,6 +212,13 @@ impl Project {
             .collect()
     }
 
+    /// `pipeline runs --json`: the records of runs that published (`.0`) and of runs that
+    /// failed (`.1`, recorded with their error and no table).
+    pub fn runs_by_outcome(&self) -> (Vec<Value>, Vec<Value>) {
+        let all = self.json(&["runs"]).as_array().unwrap().clone();
+        all.into_iter().partition(|r| r["error"].is_null())
+    }
+
     /// The current snapshot id of a table.
     pub fn current_snapshot(&self, table: &str) -> i64 {
         self.json(&["describe", table])["current_snapshot_id"]

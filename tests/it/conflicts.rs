@@ -133,14 +133,20 @@ fn a_replace_of_the_same_partitions_conflicts_and_of_other_partitions_rebases() 
     );
     assert!(log.contains("nothing of this run was published"), "{log}");
     assert_eq!(p.current_snapshot("silver.daily"), theirs);
-    let runs = p.json(&["runs"]);
-    let load_a_runs = runs
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["pipeline"] == "load_a")
-        .count();
-    assert_eq!(load_a_runs, 1, "the failed backfill left a run record");
+    let (published, failed) = p.runs_by_outcome();
+    let load_a = |records: &[serde_json::Value]| {
+        records.iter().filter(|r| r["pipeline"] == "load_a").count()
+    };
+    assert_eq!(
+        load_a(&published),
+        1,
+        "the failed backfill published a record"
+    );
+    assert_eq!(
+        load_a(&failed),
+        1,
+        "the failed backfill is recorded as failed"
+    );
 
     // Another day: the paused backfill rebases onto the other writer's replace.
     let a = start_paused(

@@ -335,7 +335,7 @@ fn conflicts(p: &Project, rest: bool) {
         &format!("{HEADER}5,2026-01-01 12:00:00,50.00\n"),
     );
     let bronze_before = p.current_snapshot("bronze.events");
-    let runs_before = p.json(&["runs"]).as_array().unwrap().len();
+    let runs_before = p.runs_by_outcome().0.len();
     // (The first paused run's gate file is still there: remove it, or this run would not wait.)
     std::fs::remove_file(p.path().join("release-run-load_a")).unwrap();
     let a = start_paused(p, &["run", "load_a", "-v"]);
@@ -368,7 +368,9 @@ fn conflicts(p: &Project, rest: bool) {
         p.query("SELECT count(*) FROM bronze.events")[0][0].as_deref(),
         Some("4")
     );
-    assert_eq!(p.json(&["runs"]).as_array().unwrap().len(), runs_before + 1);
+    // The other writer's backfill published; the failed run is recorded as failed.
+    let (published, failed) = p.runs_by_outcome();
+    assert_eq!((published.len(), failed.len()), (runs_before + 1, 1));
 
     // Two backfills replacing the same day of silver.daily: the one that publishes second
     // fails, naming the partitions, and changes nothing.
@@ -403,7 +405,9 @@ fn conflicts(p: &Project, rest: bool) {
         "{log}"
     );
     assert_eq!(p.current_snapshot("silver.daily"), theirs);
-    assert_eq!(p.json(&["runs"]).as_array().unwrap().len(), runs_before + 2);
+    let (published, failed) = p.runs_by_outcome();
+    assert_eq!((published.len(), failed.len()), (runs_before + 2, 2));
+    assert_eq!(failed[1]["kind"], "backfill", "{failed:?}");
 }
 
 #[test]
