@@ -121,6 +121,12 @@ pub enum Command {
         /// stops the run).
         #[arg(long)]
         reload_changed: bool,
+        /// Only print what the run would do, job by job: the files each ingest would load,
+        /// which transforms would run and why (new files, changed SQL, changed inputs, a full
+        /// refresh), the partitions each would replace and what it would read. Nothing is
+        /// written.
+        #[arg(long)]
+        plan: bool,
         /// Why this is run (a ticket, an incident, "late February files"): kept in the run
         /// record that `pipeline runs` and `pipeline run-info` show.
         #[arg(long, value_name = "TEXT")]

@@ -8,6 +8,7 @@ use super::args::{Cli, Command, EngineArg, SelectArg, WaitArgs};
 use super::cluster;
 use super::maintain;
 use super::print;
+use super::print_plan;
 use super::print_runs;
 use super::progress::Progress;
 use super::query;
@@ -16,8 +17,8 @@ use crate::catalog::{open_project_catalog, PipelineCatalog};
 use crate::error::{Error, Result};
 use crate::inspect;
 use crate::plan::{
-    lineage_of, lineage_roots, lineage_target, plan_backfill, plan_changes, validate, Backfill,
-    Selector,
+    lineage_of, lineage_roots, lineage_target, plan_backfill, plan_changes, plan_run, validate,
+    Backfill, RunRequest, Selector,
 };
 use crate::records::Invocation;
 use crate::rollback::rollback;
@@ -33,6 +34,7 @@ pub async fn execute(cli: Cli) -> Result<()> {
             pipeline,
             full_refresh,
             reload_changed,
+            plan,
             reason,
             select,
             engine,
@@ -44,7 +46,8 @@ pub async fn execute(cli: Cli) -> Result<()> {
                 engine,
                 wait,
             };
-            run(&cx, pipeline, *full_refresh, *reload_changed, &flags).await
+            let refresh = (*full_refresh, *reload_changed);
+            run(&cx, pipeline, refresh, *plan, &flags).await
         }
         Command::Backfill {
             pipeline,
@@ -292,18 +295,29 @@ impl RunFlags<'_> {
     }
 }
 
-/// `pipeline run`: the run's report once it published (or failed).
+/// `pipeline run`: the run's report once it published (or failed); with `plan`, only what it
+/// would do.
 async fn run(
     cx: &Context<'_>,
     pipeline: &str,
-    full_refresh: bool,
-    reload_changed: bool,
+    (full_refresh, reload_changed): (bool, bool),
+    plan: bool,
     flags: &RunFlags<'_>,
 ) -> Result<()> {
     let spec = cx.load(pipeline)?;
+    let request = RunRequest {
+        full_refresh,
+        reload_changed,
+        select: Selector::parse_all(&flags.select.select)?,
+    };
+    if plan {
+        let planned = plan_run(&spec, &request).await?;
+        print_plan::run_plan(&planned, cx.cli.json);
+        return Ok(());
+    }
     let mut options = flags.options(cx, &spec)?;
-    options.full_refresh = full_refresh;
-    options.reload_changed = reload_changed;
+    options.full_refresh = request.full_refresh;
+    options.reload_changed = request.reload_changed;
     let report = run_pipeline(&spec, Arc::new(Progress::stderr()), options).await?;
     print::run(&report, cx.cli.json);
     Ok(())
@@ -446,7 +460,12 @@ async fn lineage(
 async fn plan(cx: &Context<'_>, pipeline: &str, fail_on_breaking: bool) -> Result<()> {
     let spec = cx.load(pipeline)?;
     let plan = plan_changes(&spec).await?;
-    print::schema_plan(&plan, cx.cli.json);
+    // A transform that would fail is the schema plan's to report; the run plan then says why
+    // it could not be made.
+    let run = plan_run(&spec, &RunRequest::default())
+        .await
+        .map_err(|e| e.to_string());
+    print::schema_plan(&plan, &run, cx.cli.json);
     let count = plan.breaking();
     if fail_on_breaking && count > 0 {
         return Err(Error::Breaking { count });

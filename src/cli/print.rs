@@ -13,7 +13,7 @@ use crate::inspect::{FileInfo, SnapshotInfo, TableInfo, TableSummary};
 use crate::lineage::{render, LineageFormat, PipelineLineage};
 use crate::maintain::{Due, TableCheck};
 use crate::output::{batches_to_json, batches_to_rows, render_table};
-use crate::plan::{JobId, PlannedTable, SchemaPlan, Validated};
+use crate::plan::{JobId, PlannedJob, PlannedTable, SchemaPlan, Validated};
 use crate::run::RunReport;
 use crate::spec::{ColumnRef, Pipeline};
 
@@ -190,11 +190,29 @@ fn after_run(spec: &Pipeline) -> (bool, String) {
 }
 
 /// `pipeline plan`: the schema changes and what they break.
-pub fn schema_plan(plan: &SchemaPlan, as_json: bool) {
+/// `pipeline plan`: the schema changes and whom they break, then what the next run would do
+/// (`run` in JSON).
+pub fn schema_plan(
+    plan: &SchemaPlan,
+    run: &std::result::Result<Vec<PlannedJob>, String>,
+    as_json: bool,
+) {
     if as_json {
-        return json(plan);
+        let mut value = serde_json::to_value(plan).unwrap_or_default();
+        match run {
+            Ok(run) => value["run"] = serde_json::to_value(run).unwrap_or_default(),
+            Err(e) => value["run_error"] = e.as_str().into(),
+        }
+        return json(&value);
     }
     say_raw!("{}", render_text(plan));
+    match run {
+        Ok(run) => say_raw!(
+            "\nwhat the next run would do (`pipeline run --plan`):\n{}",
+            super::print_plan::run_plan_text(run)
+        ),
+        Err(e) => say_raw!("\nwhat the next run would do cannot be planned: {e}"),
+    }
 }
 
 /// `pipeline lineage`: the trees of `roots` in `format` (JSON with `--json`).

@@ -12,6 +12,7 @@ use iceberg::spec::DataFile;
 use super::columns::{bronze_columns, quarantine_columns};
 use super::discover::{discover_files, no_files_error};
 use super::lanes::{self, LaneOutput};
+use super::pending::{unloaded_files, Unloaded};
 use super::sink::FileStats;
 use super::{evolve, reload};
 use crate::catalog::PipelineCatalog;
@@ -22,7 +23,7 @@ use crate::commit::{
     StagedTable, TableTarget, WriteMode,
 };
 use crate::error::{Error, Result};
-use crate::spec::{display_path_in, BadRecordPolicy, IngestJob, SchemaEvolution, TableName};
+use crate::spec::{BadRecordPolicy, IngestJob, SchemaEvolution, TableName};
 use crate::write::TableWriter;
 
 /// What one ingest job produced (staged, not yet published).
@@ -226,44 +227,25 @@ async fn new_files_of(
 ) -> Result<NewFiles> {
     let ledger =
         ledger::loaded_files_with_checkpoint(&target.metadata, ctx.catalog.file_io()).await?;
-    // Files recorded with the same size and modification time are not read again.
-    let mut to_check = Vec::new();
-    for path in files {
-        let shown = display_path_in(&ctx.project_dir, path)
-            .to_string_lossy()
-            .replace('\\', "/");
-        let (size, modified) = ledger::stat(path)?;
-        let known = ledger
-            .get(&shown)
-            .is_some_and(|(old, _)| ledger::unchanged(old, size, &modified));
-        if !known {
-            to_check.push((path.clone(), shown));
-        }
-    }
-    let found = to_check.clone();
-    let fingerprints = tokio::task::spawn_blocking(move || {
-        found
-            .iter()
-            .map(|(p, shown)| ledger::fingerprint(p, shown))
-            .collect::<Result<Vec<_>>>()
-    })
-    .await
-    .map_err(|e| Error::Internal(format!("fingerprinting failed: {e}")))??;
     let mut new = NewFiles {
         files: Vec::new(),
         prints: Vec::new(),
         reloaded: BTreeSet::new(),
     };
-    for ((path, _), print) in to_check.iter().zip(fingerprints) {
-        match ledger.get(&print.path) {
+    for Unloaded {
+        path,
+        print,
+        loaded_as,
+    } in unloaded_files(&ledger, &ctx.project_dir, files).await?
+    {
+        match loaded_as {
             None => {
-                new.files.push(path.clone());
+                new.files.push(path);
                 new.prints.push(print);
             }
-            Some((old, _)) if old.sha256 == print.sha256 => {}
             Some(_) if ctx.reload_changed => {
                 new.reloaded.insert(print.path.clone());
-                new.files.push(path.clone());
+                new.files.push(path);
                 new.prints.push(print);
             }
             Some((old, snapshot)) => {

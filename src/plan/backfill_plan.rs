@@ -114,7 +114,7 @@ pub async fn plan_backfill(
 }
 
 /// Combines a job's own scope with an input the backfill recomputes with scope `upstream`.
-fn follow(job: &TransformJob, own: Scope, input: &TableName, upstream: &Scope) -> Scope {
+pub(super) fn follow(job: &TransformJob, own: Scope, input: &TableName, upstream: &Scope) -> Scope {
     if matches!(own, Scope::Full(_)) || *upstream == Scope::UpToDate {
         return own;
     }
@@ -141,7 +141,7 @@ fn follow(job: &TransformJob, own: Scope, input: &TableName, upstream: &Scope) -
 }
 
 /// How much of an input the job would read under `scope`.
-async fn input_read(
+pub(super) async fn input_read(
     column: Option<&str>,
     scope: &Scope,
     name: &TableName,

@@ -43,6 +43,7 @@ mod rest_client;
 mod retail_pipeline;
 mod retention;
 mod row_changes;
+mod run_plan;
 mod run_records;
 mod schedule;
 mod schedule_faults;
