@@ -177,6 +177,31 @@ pub enum Command {
     },
     /// Check a pipeline (spec, SQL, dependencies, referenced tables) without running anything.
     Validate { pipeline: String },
+    /// Run the pipeline's model tests: rows given for a transform's input tables, and the
+    /// rows its SQL must return.
+    ///
+    /// Tests are `[[test]]` tables in tests/<PIPELINE>/*.toml. Each runs the transform's real
+    /// SQL in memory on the rows given (an input not given is empty; columns a row leaves out
+    /// are NULL) and compares what it returns, in any order, with `expect` on the columns
+    /// `expect` names. No catalog is read or written. Exit status 1 when any test fails,
+    /// with the rows missing and unexpected.
+    ///
+    ///   [[test]]
+    ///   name = "a cancelled order keeps its row, status spelled one way"
+    ///   table = "silver.orders"
+    ///   given."bronze.pos_orders" = [
+    ///     { order_id = 1, customer_id = 7, order_ts = "2026-01-03 09:12:00", quantity = 2,
+    ///       unit_price = "5.00", status = " Canceled " },
+    ///   ]
+    ///   expect = [ { order_id = 1, amount = "10.00", status = "cancelled" } ]
+    ///
+    /// Rows may come from a CSV file with a header instead: given."bronze.x" = { csv = "tests/retail/x.csv" }.
+    #[command(verbatim_doc_comment)]
+    Test {
+        pipeline: String,
+        #[command(flatten)]
+        select: SelectArg,
+    },
     /// Show what the spec and SQL on disk would change in the live tables' schemas, and what
     /// each breaking change would break, before anything runs.
     ///

@@ -1,6 +1,7 @@
 //! What each command does: read its arguments, call the library, hand the result to its
 //! printer. No logic of the engine lives here.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,13 +18,13 @@ use crate::catalog::{open_project_catalog, PipelineCatalog};
 use crate::error::{Error, Result};
 use crate::inspect;
 use crate::plan::{
-    lineage_of, lineage_roots, lineage_target, plan_backfill, plan_changes, plan_run, validate,
-    Backfill, RunRequest, Selector,
+    lineage_of, lineage_roots, lineage_target, plan_backfill, plan_changes, plan_run,
+    run_model_tests, select_jobs, validate, Backfill, RunRequest, Selector,
 };
 use crate::records::Invocation;
 use crate::rollback::rollback;
 use crate::run::{run_pipeline, RunOptions};
-use crate::spec::{load_with_catalog, producer_of, Pipeline, TableName};
+use crate::spec::{load_model_tests, load_with_catalog, producer_of, Pipeline, TableName};
 
 /// Runs the command `cli` names.
 pub async fn execute(cli: Cli) -> Result<()> {
@@ -122,6 +123,7 @@ async fn read_or_serve(cx: &Context<'_>, command: &Command) -> Result<()> {
             pipeline,
             fail_on_breaking,
         } => plan(cx, pipeline, *fail_on_breaking).await,
+        Command::Test { pipeline, select } => model_tests(cx, pipeline, select).await,
         Command::Validate { pipeline } => {
             let spec = cx.load(pipeline)?;
             let validated = validate(&spec).await?;
@@ -469,6 +471,39 @@ async fn plan(cx: &Context<'_>, pipeline: &str, fail_on_breaking: bool) -> Resul
     let count = plan.breaking();
     if fail_on_breaking && count > 0 {
         return Err(Error::Breaking { count });
+    }
+    Ok(())
+}
+
+/// `pipeline test`: the model tests of `pipeline` (of the tables `--select` names), and an
+/// error when any failed.
+async fn model_tests(cx: &Context<'_>, pipeline: &str, select: &SelectArg) -> Result<()> {
+    let spec = cx.load(pipeline)?;
+    let tests = load_model_tests(&spec.project_dir, &spec.name)?;
+    let selectors = Selector::parse_all(&select.select)?;
+    let tables: Option<HashSet<TableName>> = match selectors.is_empty() {
+        true => None,
+        false => {
+            let graph = crate::plan::job_graph(&spec)?;
+            let jobs = select_jobs(&graph, &spec, &selectors)?;
+            Some(
+                spec.transforms
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| jobs.contains(&crate::plan::JobId::Transform(*i)))
+                    .map(|(_, t)| t.table.clone())
+                    .collect(),
+            )
+        }
+    };
+    let outcomes = run_model_tests(&spec, &tests, tables.as_ref()).await?;
+    print_plan::model_tests(&outcomes, &spec.name, cx.cli.json);
+    let failed = outcomes.iter().filter(|o| !o.passed).count();
+    if failed > 0 {
+        return Err(Error::Failed(format!(
+            "{failed} of {} model test(s) failed",
+            outcomes.len()
+        )));
     }
     Ok(())
 }

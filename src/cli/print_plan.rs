@@ -1,10 +1,12 @@
-//! The printer of `pipeline run --plan` (and of the run part of `pipeline plan`): per job,
-//! whether it runs and why, the files it would load and what it would read.
+//! The printers of `pipeline run --plan` (and of the run part of `pipeline plan`): per job,
+//! whether it runs and why, the files it would load and what it would read; and of `pipeline
+//! test`, the model tests.
 
 use std::io::Write;
 
 use super::print::json;
-use crate::plan::PlannedJob;
+use crate::output::render_table;
+use crate::plan::{PlannedJob, TestOutcome};
 
 /// `pipeline run --plan`: the plan, as text or JSON.
 pub fn run_plan(planned: &[PlannedJob], as_json: bool) {
@@ -41,4 +43,49 @@ pub fn run_plan_text(planned: &[PlannedJob]) -> String {
         planned.len()
     ));
     out
+}
+
+/// `pipeline test`: each test PASS or FAIL with where it is, and for a failure the rows
+/// missing and unexpected (or why it could not compare); then the count.
+pub fn model_tests(outcomes: &[TestOutcome], pipeline: &str, as_json: bool) {
+    if as_json {
+        return json(&outcomes);
+    }
+    let mut out = crate::secrets::stdout();
+    if outcomes.is_empty() {
+        let _ = writeln!(
+            out,
+            "no model tests for {pipeline}: write [[test]] tables in tests/{pipeline}/*.toml (see pipeline test --help)"
+        );
+        return;
+    }
+    for o in outcomes {
+        let verdict = if o.passed { "PASS" } else { "FAIL" };
+        let _ = writeln!(out, "{verdict} {}: {} ({})", o.table, o.name, o.at);
+        if let Some(error) = &o.error {
+            let _ = writeln!(out, "     {error}");
+        }
+        for (what, rows) in [
+            ("missing (expected, not returned)", &o.missing),
+            ("unexpected (returned, not expected)", &o.unexpected),
+        ] {
+            if rows.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "     {} {what}:", rows.len());
+            let text: Vec<Vec<String>> = rows
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .map(|v| v.clone().unwrap_or_else(|| "NULL".into()))
+                        .collect()
+                })
+                .collect();
+            for line in render_table(&o.columns, &text).lines() {
+                let _ = writeln!(out, "       {line}");
+            }
+        }
+    }
+    let passed = outcomes.iter().filter(|o| o.passed).count();
+    let _ = writeln!(out, "\n{passed} of {} model test(s) passed", outcomes.len());
 }

@@ -71,6 +71,42 @@ pub async fn validate(pipeline: &Pipeline) -> Result<Validated> {
     })
 }
 
+/// The schema of every table `pipeline` writes from the spec and the SQL alone: ingests as
+/// declared (without columns schema evolution added since), no catalog read. What model tests
+/// build their input tables with; a transform reading a table no job writes is an error
+/// naming it (its columns are the catalog's to tell).
+pub async fn spec_schemas(
+    pipeline: &Pipeline,
+    graph: &JobGraph,
+) -> Result<HashMap<TableName, SchemaRef>> {
+    let mut schemas: HashMap<TableName, SchemaRef> = HashMap::new();
+    for job in &pipeline.ingests {
+        for (table, columns) in output_tables(job) {
+            let schema = schema_to_arrow_schema(&schema_of(&columns)?)?;
+            schemas.insert(table, Arc::new(schema));
+        }
+    }
+    let external = graph.external_inputs();
+    for job_id in &graph.order {
+        let JobId::Transform(i) = *job_id else {
+            continue;
+        };
+        let job = &pipeline.transforms[i];
+        if let Some((_, name)) = external.iter().find(|(j, _)| *j == i) {
+            return Err(Error::Sql {
+                file: job.sql_file.clone(),
+                line: line_naming(&job.sql, &name.to_string()),
+                message: format!(
+                    "reads `{name}`, which no job of pipeline `{}` writes: a model test cannot know its columns",
+                    pipeline.name
+                ),
+            });
+        }
+        validate_transform(job, &graph.transforms[i], &mut schemas).await?;
+    }
+    Ok(schemas)
+}
+
 /// The tables the pipeline reads but no job of it produces, loaded at their current
 /// snapshot; an error at the SQL reading the first that does not exist.
 async fn load_external(

@@ -13,6 +13,7 @@ mod expect;
 mod ingest;
 mod load;
 mod maintenance;
+mod model_test;
 mod partition;
 mod pipeline;
 mod reader;
@@ -35,10 +36,11 @@ pub use ingest::{
     QUARANTINE_COLUMNS,
 };
 pub use load::{
-    display_path_in, list_pipelines, load_pipeline, load_pipeline_file, load_with_catalog,
-    pipeline_names, producer_of,
+    display_path_in, list_pipelines, load_model_tests, load_pipeline, load_pipeline_file,
+    load_with_catalog, pipeline_names, producer_of,
 };
 pub use maintenance::Maintenance;
+pub use model_test::{ModelTest, TestRows};
 pub use partition::{Grain, PartitionField};
 pub use pipeline::{Pipeline, DEFAULT_TARGET_FILE_SIZE};
 pub use reader::{Reader, ReaderUses};

@@ -112,6 +112,20 @@ impl Project {
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&stdout)))
     }
 
+    /// Runs a command that must fail and still print `--json` output (e.g. `pipeline test`
+    /// with a failing test); returns that output.
+    pub fn json_failing(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.run(&all);
+        assert!(
+            !out.status.success(),
+            "pipeline {args:?} should have failed"
+        );
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    }
+
     /// Runs a command that must fail; returns (exit code, stderr from its `error:` line on,
     /// without the progress lines before it).
     pub fn fails(&self, args: &[&str]) -> (i32, String) {

@@ -30,6 +30,7 @@ mod journal_recovery;
 mod maintenance;
 mod many_appends;
 mod mcp;
+mod model_tests;
 mod orphans;
 mod outside_aws;
 mod parallel_writes;

@@ -10,6 +10,7 @@ mod fields;
 mod file;
 mod ingest;
 mod maintenance;
+mod model_test;
 mod position;
 mod project;
 mod raw;
@@ -18,5 +19,6 @@ mod schedule;
 mod transform;
 
 pub use file::load_pipeline_file;
+pub use model_test::load_model_tests;
 pub use position::display_path_in;
 pub use project::{list_pipelines, load_pipeline, load_with_catalog, pipeline_names, producer_of};

@@ -1,0 +1,114 @@
+//! `pipeline test`: model tests run a transform's real SQL in memory on given rows and compare
+//! with expected rows. The retail sample's tests (tests/retail/*.toml, worked out by hand)
+//! pass; a SQL change that breaks one fails with the rows missing and unexpected; bad test
+//! files are refused with their line. No catalog is touched.
+
+use crate::common::{copy_tree, repo, Project};
+
+fn retail_with_tests() -> Project {
+    let p = Project::retail();
+    copy_tree(&repo().join("tests/retail"), &p.path().join("tests/retail"));
+    p
+}
+
+#[test]
+fn the_retail_tests_pass_and_touch_no_catalog() {
+    let p = retail_with_tests();
+    let outcomes = p.json(&["test", "retail"]);
+    let outcomes = outcomes.as_array().unwrap();
+    assert_eq!(outcomes.len(), 7);
+    assert!(outcomes.iter().all(|o| o["passed"] == true), "{outcomes:?}");
+    // Every transform of the spec has a test.
+    let tested: std::collections::BTreeSet<&str> = outcomes
+        .iter()
+        .map(|o| o["table"].as_str().unwrap())
+        .collect();
+    assert_eq!(tested.len(), 6, "{tested:?}");
+    assert!(
+        !p.path().join("warehouse").exists(),
+        "a test run touched the catalog"
+    );
+
+    let selected = p.json(&["test", "retail", "--select", "silver.orders"]);
+    assert_eq!(selected.as_array().unwrap().len(), 2);
+    let downstream = p.json(&["test", "retail", "--select", "gold.fact_orders+"]);
+    assert_eq!(downstream.as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn a_sql_change_that_breaks_a_test_fails_with_the_row_diff() {
+    let p = retail_with_tests();
+    let sql = p.path().join("sql/retail/silver_orders.sql");
+    let text = std::fs::read_to_string(&sql).unwrap();
+    // The earliest copy of an order now wins.
+    let broken = text.replace("ORDER BY order_ts DESC", "ORDER BY order_ts ASC");
+    assert_ne!(broken, text);
+    std::fs::write(&sql, broken).unwrap();
+    let out = p.run(&["test", "retail", "--select", "silver.orders"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains("1 of 2 model test(s) failed"), "{stderr}");
+    assert!(
+        stdout.contains("FAIL silver.orders: the latest copy of an order wins"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("PASS silver.orders: two copies at the same time"),
+        "{stdout}"
+    );
+    let json = p.json_failing(&["test", "retail", "--select", "silver.orders"]);
+    let failed = &json[0];
+    // Columns compared: the expected rows' keys, in the order the SQL returns them.
+    let columns = [
+        "order_id",
+        "customer_id",
+        "order_date",
+        "quantity",
+        "amount",
+        "status",
+    ];
+    assert_eq!(failed["columns"], serde_json::json!(columns));
+    let missing = ["1", "7", "2026-01-04", "3", "13.50", "delivered"];
+    assert_eq!(failed["missing"], serde_json::json!([missing]));
+    let unexpected = ["1", "7", "2026-01-03", "2", "9.00", "shipped"];
+    assert_eq!(failed["unexpected"], serde_json::json!([unexpected]));
+}
+
+#[test]
+fn bad_test_files_are_refused_with_their_line() {
+    let p = retail_with_tests();
+    p.write(
+        "tests/retail/zz_bad.toml",
+        "[[test]]\ntable = \"silver.orders\"\nexpected = []\n",
+    );
+    let (code, message) = p.fails(&["test", "retail"]);
+    assert_eq!(code, 2, "{message}");
+    assert!(message.contains("tests/retail/zz_bad.toml:3"), "{message}");
+    p.write(
+        "tests/retail/zz_bad.toml",
+        "[[test]]\ntable = \"silver.orders\"\ngiven.\"bronze.x; DROP TABLE silver.orders\" = []\nexpect = []\n",
+    );
+    let (code, message) = p.fails(&["test", "retail"]);
+    assert_eq!(code, 2, "{message}");
+    assert!(message.contains("zz_bad.toml:3"), "{message}");
+    assert!(message.contains("is not a table name"), "{message}");
+    // A value that is not of its column's type fails that test, saying which.
+    p.write(
+        "tests/retail/zz_bad.toml",
+        "[[test]]\nname = \"bad\"\ntable = \"silver.orders\"\n\
+         given.\"bronze.pos_orders\" = [ { order_id = 1, order_ts = \"soon\" } ]\nexpect = []\n",
+    );
+    let json = p.json_failing(&["test", "retail", "--select", "silver.orders"]);
+    let bad = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "bad")
+        .unwrap();
+    let error = bad["error"].as_str().unwrap();
+    assert!(
+        error.contains("given bronze.pos_orders: column `order_ts`: `soon` is not a Timestamp"),
+        "{error}"
+    );
+}
