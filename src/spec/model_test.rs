@@ -37,7 +37,12 @@ pub struct ModelTest {
     /// Rows of the transform's input tables; an input not given is empty.
     pub given: Vec<(TableName, TestRows)>,
     /// The rows the SQL must return, in any order; only the columns they name are compared.
+    /// With `existing`: the table's rows after the run.
     pub expect: TestRows,
+    /// An incremental run (a `replace_partitions` transform): the table's rows before it. The
+    /// partitions the given rows of the `incremental_by` inputs fall in are recomputed from
+    /// those rows and replace the existing rows of those partitions; the others stay.
+    pub existing: Option<TestRows>,
     /// The `[[test]]`'s `table = ...` line.
     pub origin: Origin,
 }

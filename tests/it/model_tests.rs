@@ -16,7 +16,7 @@ fn the_retail_tests_pass_and_touch_no_catalog() {
     let p = retail_with_tests();
     let outcomes = p.json(&["test", "retail"]);
     let outcomes = outcomes.as_array().unwrap();
-    assert_eq!(outcomes.len(), 7);
+    assert_eq!(outcomes.len(), 8);
     assert!(outcomes.iter().all(|o| o["passed"] == true), "{outcomes:?}");
     // Every transform of the spec has a test.
     let tested: std::collections::BTreeSet<&str> = outcomes
@@ -32,7 +32,7 @@ fn the_retail_tests_pass_and_touch_no_catalog() {
     let selected = p.json(&["test", "retail", "--select", "silver.orders"]);
     assert_eq!(selected.as_array().unwrap().len(), 2);
     let downstream = p.json(&["test", "retail", "--select", "gold.fact_orders+"]);
-    assert_eq!(downstream.as_array().unwrap().len(), 4);
+    assert_eq!(downstream.as_array().unwrap().len(), 5);
 }
 
 #[test]
@@ -109,6 +109,19 @@ fn bad_test_files_are_refused_with_their_line() {
     let error = bad["error"].as_str().unwrap();
     assert!(
         error.contains("given bronze.pos_orders: column `order_ts`: `soon` is not a Timestamp"),
+        "{error}"
+    );
+    // Existing rows are for an incremental (replace_partitions) transform.
+    p.write(
+        "tests/retail/zz_bad.toml",
+        "[[test]]\nname = \"bad\"\ntable = \"silver.customers\"\nexisting = []\nexpect = []\n",
+    );
+    let json = p.json_failing(&["test", "retail", "--select", "silver.customers"]);
+    let outcomes = json.as_array().unwrap();
+    let bad = outcomes.iter().find(|o| o["name"] == "bad").unwrap();
+    let error = bad["error"].as_str().unwrap();
+    assert!(
+        error.contains("silver.customers is not a replace_partitions transform"),
         "{error}"
     );
 }

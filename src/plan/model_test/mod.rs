@@ -3,9 +3,11 @@
 //! runs on them through the SQL gate, and its rows are compared, in any order, with the
 //! expected ones on the columns those name. No catalog is read or written.
 //!
-//! What a test does not cover: a transform's `drop` expectations (audits are for `[[expect]]`)
-//! and the scope of an incremental run (the SQL is run whole on the rows given).
+//! A test with `existing` rows is an incremental run of a `replace_partitions` transform (see
+//! `incremental.rs`): its result is the table after the run. What a test does not cover: a
+//! transform's `drop` expectations (audits are for `[[expect]]`).
 
+mod incremental;
 mod rows;
 
 use std::collections::{HashMap, HashSet};
@@ -15,6 +17,7 @@ use arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
 use serde::Serialize;
 
+use self::incremental::Recomputed;
 use self::rows::{batch_of, expected_rows, missing_from, text_rows, TextRow};
 use super::graph::{job_graph, JobGraph};
 use super::validate::spec_schemas;
@@ -98,18 +101,29 @@ async fn run_one(
             job.sql_file.display()
         ));
     }
-    let session = new_session();
+    let mut given = Vec::new();
     for input in &parsed.inputs {
         let schema = schemas
             .get(input)
             .ok_or_else(|| format!("no schema for {input}"))?;
         // A test leaves out what it does not need (lineage columns included): NULL.
-        let schema = nullable(schema);
-        let given = test.given.iter().find(|(t, _)| t == input).map(|(_, r)| r);
-        let batch = batch_of(&schema, given).map_err(|e| format!("given {input}: {e}"))?;
+        let rows = test.given.iter().find(|(t, _)| t == input).map(|(_, r)| r);
+        let batch = batch_of(&nullable(schema), rows).map_err(|e| format!("given {input}: {e}"))?;
+        given.push((input.clone(), batch));
+    }
+    let recomputed = match &test.existing {
+        Some(_) => Some(Recomputed::of(job, test, &given)?),
+        None => None,
+    };
+    let session = new_session();
+    for (input, mut batch) in given {
+        // An incremental run reads its ranged inputs for the recomputed partitions only.
+        if let (Some(r), Some(column)) = (&recomputed, job.range_column(&input)) {
+            batch = r.keep(&batch, column, true)?;
+        }
         let table =
-            MemTable::try_new(schema.clone(), vec![vec![batch]]).map_err(|e| e.to_string())?;
-        register_table(&session, input, Arc::new(table)).map_err(|e| e.to_string())?;
+            MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(|e| e.to_string())?;
+        register_table(&session, &input, Arc::new(table)).map_err(|e| e.to_string())?;
     }
     let logical = logical_plan(&session, job, parsed)
         .await
@@ -119,10 +133,19 @@ async fn run_one(
         .await
         .map_err(|e| e.to_string())?;
     let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
-    let batches = frame
+    let mut batches = frame
         .collect()
         .await
         .map_err(|e| format!("{} failed while running: {e}", job.sql_file.display()))?;
+    // The existing rows of the partitions not recomputed stay.
+    if let (Some(r), Some(existing)) = (&recomputed, &test.existing) {
+        let table = schemas
+            .get(&job.table)
+            .ok_or_else(|| format!("no schema for {}", job.table))?;
+        let before =
+            batch_of(&nullable(table), Some(existing)).map_err(|e| format!("existing: {e}"))?;
+        batches.push(r.keep(&before, &r.column, false)?);
+    }
     Ok((schema, batches))
 }
 
@@ -149,11 +172,7 @@ fn compare(
     let columns = &outcome.columns;
     let result = (|| {
         let expected = expected_rows(&test.expect, columns, schema)?;
-        let indexes: Vec<usize> = columns
-            .iter()
-            .map(|c| schema.index_of(c).map_err(|e| e.to_string()))
-            .collect::<std::result::Result<_, _>>()?;
-        let returned = text_rows(batches, &indexes)?;
+        let returned = text_rows(batches, columns)?;
         Ok::<_, String>((expected, returned))
     })();
     match result {

@@ -74,12 +74,20 @@ pub fn typed(texts: &[Option<&str>], ty: &DataType) -> Result<ArrayRef, String> 
     })
 }
 
-/// The rows of `batches` as text, columns `columns` (indexes) only.
-pub fn text_rows(batches: &[RecordBatch], columns: &[usize]) -> Result<Vec<TextRow>, String> {
+/// The rows of `batches` as text, columns `columns` only (each batch may type them its own
+/// way: the rows a test keeps of a table and those its SQL returns).
+pub fn text_rows(batches: &[RecordBatch], columns: &[String]) -> Result<Vec<TextRow>, String> {
     let options = FormatOptions::default();
     let mut out = Vec::new();
     for batch in batches {
-        let arrays: Vec<&ArrayRef> = columns.iter().map(|i| batch.column(*i)).collect();
+        let arrays = columns
+            .iter()
+            .map(|c| {
+                batch
+                    .column_by_name(c)
+                    .ok_or_else(|| format!("expects column `{c}`, which the SQL does not return"))
+            })
+            .collect::<Result<Vec<&ArrayRef>, String>>()?;
         let formatters = arrays
             .iter()
             .map(|a| ArrayFormatter::try_new(a.as_ref(), &options))
@@ -124,8 +132,7 @@ pub fn expected_rows(
         .collect();
     let batch = RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), arrays)
         .map_err(|e| e.to_string())?;
-    let all: Vec<usize> = (0..columns.len()).collect();
-    text_rows(&[batch], &all)
+    text_rows(&[batch], columns)
 }
 
 /// The rows of `left` not matched one for one in `right` (a multiset difference), sorted.

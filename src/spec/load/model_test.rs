@@ -27,6 +27,7 @@ struct RawTest {
     #[serde(default)]
     given: BTreeMap<Spanned<String>, Spanned<RawRows>>,
     expect: Spanned<RawRows>,
+    existing: Option<Spanned<RawRows>>,
 }
 
 #[derive(Deserialize)]
@@ -87,6 +88,11 @@ fn model_test(at: &Positions, project_dir: &Path, raw: &RawTest) -> Result<Model
         table,
         given,
         expect: rows_of(at, project_dir, &raw.expect)?,
+        existing: raw
+            .existing
+            .as_ref()
+            .map(|rows| rows_of(at, project_dir, rows))
+            .transpose()?,
         origin: at.origin(raw.table.span()),
     })
 }
