@@ -79,6 +79,11 @@ pub async fn rollback(
             "maintenance {run_id} only expired snapshots (and deleted the files only they referenced): that cannot be undone"
         )));
     }
+    if let Some(env) = &run.env {
+        return Err(Error::Usage(format!(
+            "run {run_id} wrote to environment `{env}` (the tables' branch `{env}`), not to main: there is nothing on main to undo"
+        )));
+    }
     if let Some(error) = &run.error {
         return Err(Error::Usage(format!(
             "run {run_id} failed and changed no table ({error}): there is nothing to undo"

@@ -29,4 +29,6 @@ pub struct PipelineCatalog {
     pub(super) name: String,
     pub(super) backend: Backend,
     pub(super) file_io: FileIO,
+    /// The environment every table is loaded in (see `env.rs`); `None`: `main`.
+    pub(super) env: Option<String>,
 }

@@ -8,6 +8,7 @@
 //! one layer up; how a run publishes with these pieces is `commit::publish`'s business.
 
 mod connection;
+pub mod env;
 mod local_fs;
 mod lock_anchor;
 mod open;

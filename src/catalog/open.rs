@@ -187,10 +187,48 @@ impl PipelineCatalog {
         if !self.inner.table_exists(&ident).await? {
             return Ok(None);
         }
-        match self.inner.load_table(&ident).await {
-            Ok(t) => Ok(Some(t)),
-            Err(e) => Err(self.unreadable(table, e).await),
+        let loaded = match self.inner.load_table(&ident).await {
+            Ok(t) => t,
+            Err(e) => return Err(self.unreadable(table, e).await),
+        };
+        let Some(env) = &self.env else {
+            return Ok(Some(loaded));
+        };
+        let metadata = super::env::view(loaded.metadata(), env)?;
+        let mut builder = Table::builder()
+            .metadata(std::sync::Arc::new(metadata))
+            .identifier(ident)
+            .file_io(loaded.file_io().clone())
+            .runtime(iceberg::Runtime::try_current()?);
+        if let Some(location) = loaded.metadata_location() {
+            builder = builder.metadata_location(location);
         }
+        Ok(Some(builder.build()?))
+    }
+
+    /// This catalog with every table loaded in environment `env` (its Iceberg branch `env`;
+    /// see `env.rs`), or on `main` (`None`). Environments are kept on the embedded catalog
+    /// for now: another catalog is refused.
+    pub fn in_env(mut self, env: Option<String>) -> Result<PipelineCatalog> {
+        if let Some(name) = &env {
+            if !super::env::valid_env_name(name) {
+                return Err(Error::Usage(format!(
+                    "--env `{name}` is not an environment name: letters, digits, `_` and `-`, not `main`"
+                )));
+            }
+            if !matches!(self.backend, Backend::Sql { .. }) {
+                return Err(Error::Usage(
+                    "--env: environments are kept on the embedded catalog for now; this catalog is remote".into(),
+                ));
+            }
+        }
+        self.env = env;
+        Ok(self)
+    }
+
+    /// The environment tables are loaded in; `None`: `main`.
+    pub fn env(&self) -> Option<&str> {
+        self.env.as_deref()
     }
 
     /// The metadata file the embedded catalog records for `table` (read from the catalog

@@ -68,6 +68,7 @@ pub(super) async fn connect(config: &S3TablesConfig) -> Result<PipelineCatalog> 
         name,
         backend: Backend::Remote(remote),
         file_io,
+        env: None,
     })
 }
 

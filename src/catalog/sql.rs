@@ -58,6 +58,7 @@ pub(super) async fn connect(
             warehouse,
         },
         file_io,
+        env: None,
     })
 }
 

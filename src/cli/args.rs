@@ -5,8 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::run::LockWait;
-use crate::spec::Engine;
+pub use super::run_args::{EngineArg, EnvArg, RunArgs, SelectArg, WaitArgs};
 
 /// Medallion ETL on Apache Iceberg: CSV/JSON files into bronze tables, SQL into silver and gold.
 ///
@@ -50,56 +49,6 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Which jobs a run or a backfill covers.
-#[derive(clap::Args)]
-pub struct SelectArg {
-    /// Only these jobs, named by the tables they write (comma-separated, or repeated):
-    /// `silver.orders` (that job), `silver.orders+` (and every job downstream of it),
-    /// `+gold.fact_orders` (and every job it reads from, up to the ingests). Tables left out
-    /// keep what they have; selected ones read them as published.
-    #[arg(long, value_name = "TABLES")]
-    pub select: Vec<String>,
-}
-
-/// Where a run's transforms execute.
-#[derive(clap::Args)]
-pub struct EngineArg {
-    /// Where transforms run: `local` (this machine), `ballista` (the cluster of the spec's
-    /// [engine]) or a Ballista scheduler's URL, `df://host:50050` (started with `pipeline
-    /// scheduler`). Default: the spec's [engine], else local. Ingest, audits and the publish
-    /// always run here.
-    #[arg(long, value_name = "ENGINE")]
-    pub engine: Option<String>,
-}
-
-impl EngineArg {
-    /// The engine `--engine` names for a run of `spec` (`None`: the spec's own).
-    pub fn choice(&self, spec: &crate::spec::Pipeline) -> crate::error::Result<Option<Engine>> {
-        self.engine
-            .as_deref()
-            .map(|e| Engine::parse_choice(e, &spec.engine).map_err(crate::error::Error::Usage))
-            .transpose()
-    }
-}
-
-/// Waiting for another run of the same pipeline.
-#[derive(clap::Args)]
-pub struct WaitArgs {
-    /// Fail at once if another run of this pipeline is in progress (default: wait for it).
-    #[arg(long)]
-    pub no_wait: bool,
-    /// How long to wait for another run of this pipeline to finish.
-    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
-    pub wait_timeout: u64,
-}
-
-impl WaitArgs {
-    /// How long a run waits for another run of the same pipeline.
-    pub fn lock_wait(&self) -> LockWait {
-        LockWait((!self.no_wait).then(|| std::time::Duration::from_secs(self.wait_timeout)))
-    }
-}
-
 #[derive(Subcommand)]
 pub enum Command {
     /// Run a pipeline: load new source files, recompute what changed, publish all tables at once.
@@ -127,16 +76,8 @@ pub enum Command {
         /// written.
         #[arg(long)]
         plan: bool,
-        /// Why this is run (a ticket, an incident, "late February files"): kept in the run
-        /// record that `pipeline runs` and `pipeline run-info` show.
-        #[arg(long, value_name = "TEXT")]
-        reason: Option<String>,
         #[command(flatten)]
-        select: SelectArg,
-        #[command(flatten)]
-        engine: EngineArg,
-        #[command(flatten)]
-        wait: WaitArgs,
+        flags: RunArgs,
     },
     /// Recompute the partitions of a date range in selected tables and everything downstream.
     ///
@@ -164,16 +105,8 @@ pub enum Command {
         /// Only print what would happen (tables, partitions, input files and bytes); change nothing.
         #[arg(long)]
         plan: bool,
-        /// Why this is run (a ticket, an incident, "late February files"): kept in the run
-        /// record that `pipeline runs` and `pipeline run-info` show.
-        #[arg(long, value_name = "TEXT")]
-        reason: Option<String>,
         #[command(flatten)]
-        select: SelectArg,
-        #[command(flatten)]
-        engine: EngineArg,
-        #[command(flatten)]
-        wait: WaitArgs,
+        flags: RunArgs,
     },
     /// Check a pipeline (spec, SQL, dependencies, referenced tables) without running anything.
     Validate { pipeline: String },

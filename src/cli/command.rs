@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::args::{Cli, Command, EngineArg, SelectArg, WaitArgs};
+use super::args::{Cli, Command, RunArgs, SelectArg};
 use super::cluster;
 use super::maintain;
 use super::print;
@@ -36,19 +36,10 @@ pub async fn execute(cli: Cli) -> Result<()> {
             full_refresh,
             reload_changed,
             plan,
-            reason,
-            select,
-            engine,
-            wait,
+            flags,
         } => {
-            let flags = RunFlags {
-                reason,
-                select,
-                engine,
-                wait,
-            };
             let refresh = (*full_refresh, *reload_changed);
-            run(&cx, pipeline, refresh, *plan, &flags).await
+            run(&cx, pipeline, refresh, *plan, flags).await
         }
         Command::Backfill {
             pipeline,
@@ -56,19 +47,10 @@ pub async fn execute(cli: Cli) -> Result<()> {
             to,
             tables,
             plan,
-            reason,
-            select,
-            engine,
-            wait,
+            flags,
         } => {
             let range = BackfillRange { from, to, tables };
-            let flags = RunFlags {
-                reason,
-                select,
-                engine,
-                wait,
-            };
-            backfill(&cx, pipeline, &range, *plan, &flags).await
+            backfill(&cx, pipeline, &range, *plan, flags).await
         }
         Command::Rollback {
             run_id,
@@ -277,21 +259,20 @@ impl Context<'_> {
     }
 }
 
-/// The options `run` and `backfill` share.
-struct RunFlags<'a> {
-    reason: &'a Option<String>,
-    select: &'a SelectArg,
-    engine: &'a EngineArg,
-    wait: &'a WaitArgs,
-}
+impl RunArgs {
+    /// `pipeline`'s spec, in the environment `--env` names.
+    fn load(&self, cx: &Context, pipeline: &str) -> Result<Pipeline> {
+        let mut spec = cx.load(pipeline)?;
+        spec.env = self.env.env.clone();
+        Ok(spec)
+    }
 
-impl RunFlags<'_> {
     /// The run options these flags ask for on `spec`: its engine choice, the lock wait and
     /// the invocation.
     fn options(&self, cx: &Context, spec: &Pipeline) -> Result<RunOptions> {
         let mut options = RunOptions::new(self.wait.lock_wait());
         options.engine = self.engine.choice(spec)?;
-        options.invocation = cx.invocation(self.reason);
+        options.invocation = cx.invocation(&self.reason);
         options.select = Selector::parse_all(&self.select.select)?;
         Ok(options)
     }
@@ -304,9 +285,9 @@ async fn run(
     pipeline: &str,
     (full_refresh, reload_changed): (bool, bool),
     plan: bool,
-    flags: &RunFlags<'_>,
+    flags: &RunArgs,
 ) -> Result<()> {
-    let spec = cx.load(pipeline)?;
+    let spec = flags.load(cx, pipeline)?;
     let request = RunRequest {
         full_refresh,
         reload_changed,
@@ -338,9 +319,9 @@ async fn backfill(
     pipeline: &str,
     range: &BackfillRange<'_>,
     plan: bool,
-    flags: &RunFlags<'_>,
+    flags: &RunArgs,
 ) -> Result<()> {
-    let spec = cx.load(pipeline)?;
+    let spec = flags.load(cx, pipeline)?;
     let backfill = Backfill::request(&spec, range.from, range.to, range.tables)?;
     if plan {
         let select = Selector::parse_all(&flags.select.select)?;
@@ -467,7 +448,7 @@ async fn plan(cx: &Context<'_>, pipeline: &str, fail_on_breaking: bool) -> Resul
     let run = plan_run(&spec, &RunRequest::default())
         .await
         .map_err(|e| e.to_string());
-    print::schema_plan(&plan, &run, cx.cli.json);
+    print_plan::schema_plan(&plan, &run, cx.cli.json);
     let count = plan.breaking();
     if fail_on_breaking && count > 0 {
         return Err(Error::Breaking { count });

@@ -17,6 +17,7 @@ pub mod print_plan;
 pub mod print_runs;
 pub mod progress;
 pub mod query;
+pub mod run_args;
 pub mod schedule;
 
 use std::process::ExitCode;

@@ -7,13 +7,12 @@ use arrow::datatypes::Schema;
 use arrow::record_batch::RecordBatch;
 use serde::Serialize;
 
-use crate::cli::impact_render::render_text;
 use crate::error::Result;
 use crate::inspect::{FileInfo, SnapshotInfo, TableInfo, TableSummary};
 use crate::lineage::{render, LineageFormat, PipelineLineage};
 use crate::maintain::{Due, TableCheck};
 use crate::output::{batches_to_json, batches_to_rows, render_table};
-use crate::plan::{JobId, PlannedJob, PlannedTable, SchemaPlan, Validated};
+use crate::plan::{JobId, PlannedTable, Validated};
 use crate::run::RunReport;
 use crate::spec::{ColumnRef, Pipeline};
 
@@ -190,31 +189,6 @@ fn after_run(spec: &Pipeline) -> (bool, String) {
 }
 
 /// `pipeline plan`: the schema changes and what they break.
-/// `pipeline plan`: the schema changes and whom they break, then what the next run would do
-/// (`run` in JSON).
-pub fn schema_plan(
-    plan: &SchemaPlan,
-    run: &std::result::Result<Vec<PlannedJob>, String>,
-    as_json: bool,
-) {
-    if as_json {
-        let mut value = serde_json::to_value(plan).unwrap_or_default();
-        match run {
-            Ok(run) => value["run"] = serde_json::to_value(run).unwrap_or_default(),
-            Err(e) => value["run_error"] = e.as_str().into(),
-        }
-        return json(&value);
-    }
-    say_raw!("{}", render_text(plan));
-    match run {
-        Ok(run) => say_raw!(
-            "\nwhat the next run would do (`pipeline run --plan`):\n{}",
-            super::print_plan::run_plan_text(run)
-        ),
-        Err(e) => say_raw!("\nwhat the next run would do cannot be planned: {e}"),
-    }
-}
-
 /// `pipeline lineage`: the trees of `roots` in `format` (JSON with `--json`).
 pub fn lineage(lineage: &PipelineLineage, roots: &[ColumnRef], format: &str, as_json: bool) {
     let format = if as_json { "json" } else { format };

@@ -1,12 +1,13 @@
-//! The printers of `pipeline run --plan` (and of the run part of `pipeline plan`): per job,
-//! whether it runs and why, the files it would load and what it would read; and of `pipeline
-//! test`, the model tests.
+//! The printers of `pipeline plan` (schema changes, then what the next run would do) and
+//! `pipeline run --plan`: per job, whether it runs and why, the files it would load and what it
+//! would read; and of `pipeline test`, the model tests.
 
 use std::io::Write;
 
+use super::impact_render::render_text;
 use super::print::json;
-use crate::output::render_table;
-use crate::plan::{PlannedJob, TestOutcome};
+use crate::output::Rows;
+use crate::plan::{PlannedJob, SchemaPlan, TestOutcome};
 
 /// `pipeline run --plan`: the plan, as text or JSON.
 pub fn run_plan(planned: &[PlannedJob], as_json: bool) {
@@ -73,19 +74,40 @@ pub fn model_tests(outcomes: &[TestOutcome], pipeline: &str, as_json: bool) {
                 continue;
             }
             let _ = writeln!(out, "     {} {what}:", rows.len());
-            let text: Vec<Vec<String>> = rows
-                .iter()
-                .map(|r| {
-                    r.iter()
-                        .map(|v| v.clone().unwrap_or_else(|| "NULL".into()))
-                        .collect()
-                })
-                .collect();
-            for line in render_table(&o.columns, &text).lines() {
+            let table = Rows {
+                columns: o.columns.clone(),
+                rows: rows.to_vec(),
+            };
+            for line in table.to_table().lines() {
                 let _ = writeln!(out, "       {line}");
             }
         }
     }
     let passed = outcomes.iter().filter(|o| o.passed).count();
     let _ = writeln!(out, "\n{passed} of {} model test(s) passed", outcomes.len());
+}
+
+/// `pipeline plan`: the schema changes and whom they break, then what the next run would do
+/// (`run` in JSON).
+pub fn schema_plan(
+    plan: &SchemaPlan,
+    run: &std::result::Result<Vec<PlannedJob>, String>,
+    as_json: bool,
+) {
+    if as_json {
+        let mut value = serde_json::to_value(plan).unwrap_or_default();
+        match run {
+            Ok(run) => value["run"] = serde_json::to_value(run).unwrap_or_default(),
+            Err(e) => value["run_error"] = e.as_str().into(),
+        }
+        return json(&value);
+    }
+    say_raw!("{}", render_text(plan));
+    match run {
+        Ok(run) => say_raw!(
+            "\nwhat the next run would do (`pipeline run --plan`):\n{}",
+            run_plan_text(run)
+        ),
+        Err(e) => say_raw!("\nwhat the next run would do cannot be planned: {e}"),
+    }
 }

@@ -68,6 +68,9 @@ pub fn record(run: &RunRecord, as_json: bool) {
     if let Some(id) = &run.rolls_back {
         say!("rolls back:   {id}");
     }
+    if let Some(env) = &run.env {
+        say!("environment:  {env} (each table's branch {env}; main did not move)");
+    }
     if let Some(tick) = &run.tick {
         say!("tick:         {tick} (scheduled)");
     }
@@ -199,7 +202,11 @@ pub fn runs(runs: &[RunRecord], as_json: bool) {
                     (None, Some(_), None) => format!("{} FAILED", r.kind),
                     (None, None, Some(_)) => format!("{} (scheduled)", r.kind),
                     (None, None, None) => r.kind.to_string(),
-                },
+                } + &r
+                    .env
+                    .as_ref()
+                    .map(|e| format!(" (env {e})"))
+                    .unwrap_or_default(),
                 r.finished_at.clone(),
                 r.invocation.user.clone(),
                 r.invocation.reason.clone().unwrap_or_default(),

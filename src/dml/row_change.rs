@@ -172,7 +172,7 @@ impl<'a> TableOperation<'a> for RowChangeOperation<'a> {
             .take()
             .ok_or_else(|| Error::Internal("a row change published twice".into()))?;
         Ok(Some(Publication {
-            changes: vec![TableChange::publish(table)?],
+            changes: vec![TableChange::publish(table, None)?],
             record: Some(record.with_tables(vec![staged.entry.clone()])),
         }))
     }

@@ -29,7 +29,8 @@ impl StagedTables {
         catalog: &PipelineCatalog,
         record: RunRecord,
     ) -> Result<Publication> {
-        if let Some(keep) = self.max_snapshots {
+        // Retention works on main; an environment's run leaves it to main's runs.
+        if let (Some(keep), None) = (self.max_snapshots, catalog.env()) {
             for table in self.tables.iter_mut() {
                 expire_snapshots(table, keep, catalog.file_io()).await?;
             }
@@ -42,7 +43,7 @@ impl StagedTables {
         for table in &self.tables {
             publication
                 .changes
-                .push(TableChange::publish(table.clone())?);
+                .push(TableChange::publish(table.clone(), catalog.env())?);
         }
         Ok(publication)
     }

@@ -49,6 +49,20 @@ pub struct PlannedJob {
     pub inputs: Vec<PlannedInput>,
 }
 
+impl PlannedJob {
+    /// The plan of a job `--select` leaves out: it writes nothing.
+    fn not_selected(table: &TableName, job: &'static str) -> PlannedJob {
+        PlannedJob {
+            table: table.to_string(),
+            job,
+            runs: false,
+            action: "not selected".into(),
+            files: Vec::new(),
+            inputs: Vec::new(),
+        }
+    }
+}
+
 /// How a table would change: a scope, plus the inputs whose new rows (not loaded yet)
 /// decide more partitions.
 #[derive(Debug, Clone)]
@@ -100,14 +114,7 @@ async fn plan_ingest(
     selected: bool,
     changes: &mut HashMap<TableName, Change>,
 ) -> Result<PlannedJob> {
-    let mut planned = PlannedJob {
-        table: job.table.to_string(),
-        job: "ingest",
-        runs: false,
-        action: "not selected".into(),
-        files: Vec::new(),
-        inputs: Vec::new(),
-    };
+    let mut planned = PlannedJob::not_selected(&job.table, "ingest");
     if !selected {
         return Ok(planned);
     }
@@ -164,14 +171,7 @@ impl TransformPlan<'_> {
         changes: &mut HashMap<TableName, Change>,
     ) -> Result<PlannedJob> {
         let job = self.job;
-        let mut planned = PlannedJob {
-            table: job.table.to_string(),
-            job: "transform",
-            runs: false,
-            action: "not selected".into(),
-            files: Vec::new(),
-            inputs: Vec::new(),
-        };
+        let mut planned = PlannedJob::not_selected(&job.table, "transform");
         if !selected {
             return Ok(planned);
         }

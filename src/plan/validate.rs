@@ -41,7 +41,8 @@ pub struct Validated {
 /// bookkeeping tables when the catalog file is new.
 pub async fn validate(pipeline: &Pipeline) -> Result<Validated> {
     let graph = job_graph(pipeline)?;
-    let catalog = Arc::new(PipelineCatalog::connect(&pipeline.catalog).await?);
+    let catalog = PipelineCatalog::connect(&pipeline.catalog).await?;
+    let catalog = Arc::new(catalog.in_env(pipeline.env.clone())?);
     let external = load_external(&catalog, pipeline, &graph).await?;
     let mut schemas: HashMap<TableName, SchemaRef> = HashMap::new();
     let mut lineage = BTreeMap::new();

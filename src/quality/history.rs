@@ -61,8 +61,12 @@ impl AuditHistory {
                 undone.insert(target);
             }
             // An undone run's measurements are no baseline, nor are a failed run's (nothing
-            // of it was published; its rules did not pass).
-            if undone.contains(record.run_id.as_str()) || record.is_failure() {
+            // of it was published; its rules did not pass), nor an environment's (its rows
+            // are not main's).
+            if undone.contains(record.run_id.as_str())
+                || record.is_failure()
+                || record.env.is_some()
+            {
                 continue;
             }
             for q in &record.quality {

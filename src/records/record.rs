@@ -121,6 +121,10 @@ pub struct RunRecord {
     /// was published).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finished_jobs: Vec<FinishedJob>,
+    /// The environment the run wrote to (`--env`): each table's snapshots before and after
+    /// are those of its branch of that name; `main` did not move.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<String>,
     pub tables: Vec<TableRecord>,
     /// For an erase: the receipt (condition, rows and files per table, landing files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -202,6 +206,7 @@ impl RunRecord {
             tick: None,
             error: None,
             finished_jobs: Vec::new(),
+            env: None,
             tables: Vec::new(),
             erase: None,
             purge_of: None,
@@ -271,9 +276,10 @@ impl RunRecord {
     }
 
     /// The command that undoes this run (records written before `undo` was stored get the
-    /// plain form); `None` for a no-op run.
+    /// plain form); `None` for a no-op run and a run in an environment.
     pub fn undo_command(&self) -> Option<String> {
-        if self.is_noop() {
+        // A run in an environment did not move main: there is nothing there to undo.
+        if self.is_noop() || self.env.is_some() {
             None
         } else if self.undo.is_empty() {
             Some(format!("pipeline rollback {}", self.run_id))

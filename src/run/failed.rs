@@ -145,7 +145,8 @@ impl<'a> TableOperation<'a> for FailureRecord<'a> {
         })
     }
 
-    fn describe(&self, record: RunRecord, _staged: &()) -> RunRecord {
+    fn describe(&self, mut record: RunRecord, _staged: &()) -> RunRecord {
+        record.env = self.pipeline.env.clone();
         match self.options.tick {
             Some(tick) => record.serving(tick),
             None => record,

@@ -243,7 +243,12 @@ impl<'a> TableOperation<'a> for RunOperation<'a> {
         })
     }
 
-    fn describe(&self, record: RunRecord, _staged: &RunStaged) -> RunRecord {
+    fn describe(&self, mut record: RunRecord, _staged: &RunStaged) -> RunRecord {
+        record.env = self.pipeline.env.clone();
+        if record.env.is_some() {
+            // Main did not move: nothing to undo there (rollback refuses it).
+            record.undo.clear();
+        }
         match self.options.tick {
             Some(tick) => record.serving(tick),
             None => record,

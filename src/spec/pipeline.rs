@@ -38,14 +38,21 @@ pub struct Pipeline {
     pub maintenance: Maintenance,
     /// `[engine]` (local when absent): where transforms run.
     pub engine: super::Engine,
+    /// The environment a run writes to (`--env NAME`: each table's Iceberg branch NAME);
+    /// `None`: `main`. Never read from the spec file.
+    pub env: Option<String>,
 }
 
 impl Pipeline {
     /// Whether a run maintains the tables it changed right after it publishes: the spec's
     /// `[maintenance] after_run`, else on unless the catalog maintains its tables itself.
+    /// A run in an environment is not maintained (its branch is short-lived; maintenance
+    /// works on `main`).
     pub fn maintains_after_run(&self) -> bool {
-        self.maintenance
-            .after_run_on(self.catalog.maintains_tables())
+        self.env.is_none()
+            && self
+                .maintenance
+                .after_run_on(self.catalog.maintains_tables())
     }
 
     /// Every table this pipeline writes (each job's, and its quarantine table), in spec order.

@@ -16,6 +16,7 @@ mod crash;
 mod damaged;
 mod deletion;
 mod docs_site;
+mod environments;
 mod erase;
 mod erase_reach;
 mod exactly_once;

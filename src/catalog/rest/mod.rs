@@ -86,6 +86,7 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
         name: "rest".to_string(),
         backend: Backend::Remote(remote),
         file_io,
+        env: None,
     })
 }
 

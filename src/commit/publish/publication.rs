@@ -24,9 +24,12 @@ pub struct TableChange {
 impl TableChange {
     /// The change that publishes a staged table: `main` moves to its staged snapshot, from
     /// the metadata location the run staged it on.
-    pub fn publish(staged: StagedTable) -> Result<TableChange> {
+    /// In environment `env` (see `catalog::env`) the table's branch of that name moves
+    /// instead, and `main` stays.
+    pub fn publish(staged: StagedTable, env: Option<&str>) -> Result<TableChange> {
+        let metadata = crate::catalog::env::publishable(staged.published_metadata()?, env)?;
         Ok(TableChange {
-            metadata: Some(staged.published_metadata()?),
+            metadata: Some(metadata),
             table: staged.table,
             expected_location: staged.base_location,
         })

@@ -50,10 +50,7 @@ pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
         file: display_path_in(project_dir, file),
         text: &text,
     };
-    let raw: RawSpec = toml::from_str(&text).map_err(|e| {
-        let span = e.span().unwrap_or(0..0);
-        at.error(span, e.message().to_string(), None)
-    })?;
+    let raw: RawSpec = at.parse()?;
 
     pipeline_name(&at, &raw.pipeline.name)?;
     let (catalog, catalogs) = catalog_configs(&at, project_dir, &raw)?;
@@ -114,6 +111,7 @@ pub fn load_pipeline_file(project_dir: &Path, file: &Path) -> Result<Pipeline> {
         readers,
         ingests,
         transforms,
+        env: None,
     })
 }
 

@@ -64,10 +64,7 @@ fn test_file(project_dir: &Path, file: &Path) -> Result<Vec<ModelTest>> {
         file: display_path_in(project_dir, file),
         text: &text,
     };
-    let raw: RawTestFile = toml::from_str(&text).map_err(|e| {
-        let span = e.span().unwrap_or(0..0);
-        at.error(span, e.message().to_string(), None)
-    })?;
+    let raw: RawTestFile = at.parse()?;
     raw.test
         .iter()
         .map(|t| model_test(&at, project_dir, t))

@@ -31,6 +31,14 @@ impl Positions<'_> {
         }
     }
 
+    /// The text parsed as TOML into `T`; a syntax or shape error at its `file:line:col`.
+    pub(super) fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, Error> {
+        toml::from_str(self.text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            self.error(span, e.message().to_string(), None)
+        })
+    }
+
     pub(super) fn origin(&self, span: Range<usize>) -> Origin {
         Origin {
             file: self.file.clone(),

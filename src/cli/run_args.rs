@@ -1,0 +1,85 @@
+//! The options `pipeline run` and `pipeline backfill` share (and `test` its `--select`): which
+//! jobs, in which environment, on which engine, and how long to wait for the lock.
+
+use crate::run::LockWait;
+use crate::spec::Engine;
+
+/// What `run` and `backfill` share: why, which jobs, where they write, on which engine, and
+/// how long to wait for the pipeline's lock.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Why this is run (a ticket, an incident, "late February files"): kept in the run
+    /// record that `pipeline runs` and `pipeline run-info` show.
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+    #[command(flatten)]
+    pub select: SelectArg,
+    #[command(flatten)]
+    pub env: EnvArg,
+    #[command(flatten)]
+    pub engine: EngineArg,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
+
+/// Which jobs a run or a backfill covers.
+#[derive(clap::Args)]
+pub struct SelectArg {
+    /// Only these jobs, named by the tables they write (comma-separated, or repeated):
+    /// `silver.orders` (that job), `silver.orders+` (and every job downstream of it),
+    /// `+gold.fact_orders` (and every job it reads from, up to the ingests). Tables left out
+    /// keep what they have; selected ones read them as published.
+    #[arg(long, value_name = "TABLES")]
+    pub select: Vec<String>,
+}
+
+/// Where a run's transforms execute.
+#[derive(clap::Args)]
+pub struct EngineArg {
+    /// Where transforms run: `local` (this machine), `ballista` (the cluster of the spec's
+    /// [engine]) or a Ballista scheduler's URL, `df://host:50050` (started with `pipeline
+    /// scheduler`). Default: the spec's [engine], else local. Ingest, audits and the publish
+    /// always run here.
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<String>,
+}
+
+impl EngineArg {
+    /// The engine `--engine` names for a run of `spec` (`None`: the spec's own).
+    pub fn choice(&self, spec: &crate::spec::Pipeline) -> crate::error::Result<Option<Engine>> {
+        self.engine
+            .as_deref()
+            .map(|e| Engine::parse_choice(e, &spec.engine).map_err(crate::error::Error::Usage))
+            .transpose()
+    }
+}
+
+/// Waiting for another run of the same pipeline.
+#[derive(clap::Args)]
+pub struct WaitArgs {
+    /// Fail at once if another run of this pipeline is in progress (default: wait for it).
+    #[arg(long)]
+    pub no_wait: bool,
+    /// How long to wait for another run of this pipeline to finish.
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+    pub wait_timeout: u64,
+}
+
+impl WaitArgs {
+    /// How long a run waits for another run of the same pipeline.
+    pub fn lock_wait(&self) -> LockWait {
+        LockWait((!self.no_wait).then(|| std::time::Duration::from_secs(self.wait_timeout)))
+    }
+}
+
+/// The environment a run writes to.
+#[derive(clap::Args)]
+pub struct EnvArg {
+    /// Write every table the run changes to its Iceberg branch NAME instead of `main`
+    /// (created from `main`'s current snapshot, zero copy; tables the run leaves alone are
+    /// read from their branch NAME where they have one, else from `main`). Readers of `main`
+    /// see nothing; PyIceberg, Spark and Trino read the branch by name. On the embedded
+    /// catalog for now.
+    #[arg(long, value_name = "NAME")]
+    pub env: Option<String>,
+}

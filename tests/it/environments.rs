@@ -1,0 +1,150 @@
+//! `pipeline run --env NAME`: every table the run changes is written to its Iceberg branch
+//! NAME; `main` does not move (its snapshots, its rows as PyIceberg reads them); the branch is
+//! read back by PyIceberg by name; a second run in the environment finds it up to date (it
+//! reads the branch), a run on `main` finds `main` as it was; maintenance on `main` keeps the
+//! branch's files.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{repo, Project};
+
+const TABLES: [&str; 9] = [
+    "bronze.pos_orders",
+    "bronze.web_orders",
+    "bronze.customers",
+    "silver.orders",
+    "silver.customers",
+    "gold.fact_orders",
+    "gold.customer_metrics",
+    "gold.monthly_revenue",
+    "gold.repeat_buyers",
+];
+
+fn main_snapshots(p: &Project) -> BTreeMap<&'static str, i64> {
+    TABLES.iter().map(|t| (*t, p.current_snapshot(t))).collect()
+}
+
+/// PyIceberg's values of `column` of `table` on `main` and on branch `branch`.
+fn pyiceberg(p: &Project, table: &str, branch: &str, column: &str) -> Value {
+    let warehouse = p.path().join("warehouse");
+    let out = Command::new("python3")
+        .arg(repo().join("tests/interop/read_branch.py"))
+        .arg(warehouse.join("catalog.db"))
+        .arg(&warehouse)
+        .args(["default", table, branch, column])
+        .output()
+        .expect("python3 must be installed (see tests/run-all.sh)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn written(report: &Value) -> Vec<String> {
+    let mut out: Vec<String> = report["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| {
+            !matches!(
+                j["action"].as_str(),
+                Some("nothing new") | Some("up to date")
+            )
+        })
+        .map(|j| j["table"].as_str().unwrap().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_run_in_an_environment_writes_branches_and_leaves_main_untouched() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    let before = main_snapshots(&p);
+    let sql = p.path().join("sql/retail/silver_customers.sql");
+    let original = std::fs::read_to_string(&sql).unwrap();
+    let changed = original.replace("upper(trim(country))", "lower(trim(country))");
+    assert_ne!(changed, original);
+    std::fs::write(&sql, &changed).unwrap();
+
+    let report = p.json(&["run", "retail", "--env", "dev"]);
+    // The changed table and everything downstream of it (fact_orders is recomputed whole,
+    // so its readers follow), on the branch.
+    assert_eq!(
+        written(&report),
+        [
+            "gold.customer_metrics",
+            "gold.fact_orders",
+            "gold.monthly_revenue",
+            "gold.repeat_buyers",
+            "silver.customers"
+        ]
+    );
+    assert_eq!(main_snapshots(&p), before, "main moved");
+    let countries = pyiceberg(&p, "silver.customers", "dev", "country");
+    let main: Vec<&str> = countries["main"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let dev: Vec<&str> = countries["branch"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(main.iter().all(|c| *c == c.to_uppercase()), "{main:?}");
+    assert!(dev.iter().all(|c| *c == c.to_lowercase()), "{dev:?}");
+    assert_eq!(main.len(), dev.len());
+    let upper: Vec<String> = dev.iter().map(|c| c.to_uppercase()).collect();
+    assert_eq!(upper, main);
+    // A table the run did not change has no branch: it is read from main.
+    assert!(pyiceberg(&p, "silver.orders", "dev", "order_id")["branch"].is_null());
+
+    // The environment is read back as its branch: nothing left to do there.
+    let again = p.json(&["run", "retail", "--env", "dev"]);
+    assert!(written(&again).is_empty(), "{again}");
+    // Main, with the SQL it was built with, is as it was: nothing to do either.
+    std::fs::write(&sql, &original).unwrap();
+    let on_main = p.json(&["run", "retail"]);
+    assert!(written(&on_main).is_empty(), "{on_main}");
+
+    // The record says where it wrote; there is nothing on main to undo.
+    let runs = p.json(&["runs"]);
+    let dev_run = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["env"] == "dev" && !r["tables"].as_array().unwrap().is_empty())
+        .expect("the dev run's record");
+    let (code, message) = p.fails(&["rollback", dev_run["run_id"].as_str().unwrap()]);
+    assert_eq!(code, 2, "{message}");
+    assert!(message.contains("wrote to environment `dev`"), "{message}");
+
+    // Maintenance of main keeps every file the branch needs.
+    p.json(&["maintain", "retail"]);
+    let after = pyiceberg(&p, "silver.customers", "dev", "country");
+    assert_eq!(after["branch"], countries["branch"]);
+    let metrics = pyiceberg(&p, "gold.customer_metrics", "dev", "country");
+    assert!(!metrics["branch"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn an_environment_name_must_be_a_name_and_not_main() {
+    let p = Project::retail();
+    for bad in ["main", "a b", "../x", "-x"] {
+        let (code, message) = p.fails(&["run", "retail", &format!("--env={bad}")]);
+        assert_eq!(code, 2, "{bad}: {message}");
+        assert!(
+            message.contains("is not an environment name"),
+            "{bad}: {message}"
+        );
+    }
+}
