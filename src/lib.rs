@@ -8,8 +8,9 @@
 //!                              MCP server for agents; the static docs site for people
 //! erase                        one subject's rows out of every table that holds them
 //! run                          `pipeline run` and its backfills, end to end
-//! maintain  rollback  dml      table upkeep (compaction, expiry, check, orphans); undoing a
-//!                              recorded run; `pipeline sql` row changes
+//! maintain  rollback  dml  env   table upkeep (compaction, expiry, check, orphans);
+//!                              undoing a recorded run; `pipeline sql` row changes;
+//!                              environments (list, drop)
 //! operation  inspect           the skeleton every table-changing command runs on (lock,
 //!                              recover, stage, audit, record, publish); read-only views
 //! plan                         what a run WILL do: job graph, validation, scope, backfill, impact
@@ -40,6 +41,7 @@ pub mod commit;
 pub mod dml;
 pub mod docs;
 pub mod engine;
+pub mod env;
 pub mod erase;
 pub mod error;
 pub mod fault;

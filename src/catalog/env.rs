@@ -119,3 +119,31 @@ fn from_json(value: Value) -> Result<TableMetadata> {
     serde_json::from_value(value)
         .map_err(|e| Error::Internal(format!("cannot decode table metadata: {e}")))
 }
+
+/// The branches of `metadata` that are environments: every branch but `main`, with its head
+/// (the refs map is not public in iceberg 0.10: read from the JSON form).
+pub fn env_branches(metadata: &TableMetadata) -> Result<Vec<(String, i64)>> {
+    let value = to_json(metadata)?;
+    let mut out: Vec<(String, i64)> = value["refs"]
+        .as_object()
+        .map(|refs| {
+            refs.iter()
+                .filter(|(name, r)| {
+                    name.as_str() != "main" && name.as_str() != GUARD && r["type"] == "branch"
+                })
+                .filter_map(|(name, r)| Some((name.clone(), r["snapshot-id"].as_i64()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    Ok(out)
+}
+
+/// `metadata` without branch `env` (its snapshots stay until an expiry drops them).
+pub fn without_branch(metadata: &TableMetadata, env: &str) -> Result<TableMetadata> {
+    let mut value = to_json(metadata)?;
+    if let Some(refs) = value["refs"].as_object_mut() {
+        refs.remove(env);
+    }
+    from_json(value)
+}

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-pub use super::run_args::{EngineArg, EnvArg, RunArgs, SelectArg, WaitArgs};
+pub use super::run_args::{EngineArg, EnvAction, EnvArg, RunArgs, SelectArg, WaitArgs};
 
 /// Medallion ETL on Apache Iceberg: CSV/JSON files into bronze tables, SQL into silver and gold.
 ///
@@ -227,6 +227,11 @@ pub enum Command {
     Schedule {
         #[command(subcommand)]
         action: ScheduleAction,
+    },
+    /// Environments: the Iceberg branches `pipeline run --env NAME` writes.
+    Env {
+        #[command(subcommand)]
+        action: EnvAction,
     },
     /// Check that the lake is intact: every table's metadata reads, and every file its current
     /// snapshot needs (manifest list, manifests, data files) exists with the recorded size.

@@ -5,10 +5,11 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::args::{Cli, Command, RunArgs, SelectArg};
+use super::args::{Cli, Command, EnvAction, RunArgs, SelectArg};
 use super::cluster;
 use super::maintain;
 use super::print;
+use super::print_env;
 use super::print_plan;
 use super::print_runs;
 use super::progress::Progress;
@@ -106,6 +107,7 @@ async fn read_or_serve(cx: &Context<'_>, command: &Command) -> Result<()> {
             fail_on_breaking,
         } => plan(cx, pipeline, *fail_on_breaking).await,
         Command::Test { pipeline, select } => model_tests(cx, pipeline, select).await,
+        Command::Env { action } => environments(cx, action).await,
         Command::Validate { pipeline } => {
             let spec = cx.load(pipeline)?;
             let validated = validate(&spec).await?;
@@ -452,6 +454,27 @@ async fn plan(cx: &Context<'_>, pipeline: &str, fail_on_breaking: bool) -> Resul
     let count = plan.breaking();
     if fail_on_breaking && count > 0 {
         return Err(Error::Breaking { count });
+    }
+    Ok(())
+}
+
+/// `pipeline env list|drop`.
+async fn environments(cx: &Context<'_>, action: &EnvAction) -> Result<()> {
+    let name = match action {
+        EnvAction::List { pipeline } | EnvAction::Drop { pipeline, .. } => pipeline,
+    };
+    let spec = cx.load(name)?;
+    let catalog = PipelineCatalog::connect(&spec.catalog).await?;
+    match action {
+        EnvAction::List { .. } => {
+            print_env::list(&crate::env::list_envs(&catalog, &spec).await?, cx.cli.json)
+        }
+        EnvAction::Drop { name, reason, .. } => {
+            let observer = Arc::new(Progress::stderr());
+            let invocation = cx.invocation(reason);
+            let done = crate::env::drop_env(&catalog, &spec, name, &invocation, observer).await?;
+            print_env::dropped(&done, cx.cli.json);
+        }
     }
     Ok(())
 }

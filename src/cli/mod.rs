@@ -13,6 +13,7 @@ pub mod impact_render;
 pub mod logging;
 pub mod maintain;
 pub mod print;
+pub mod print_env;
 pub mod print_plan;
 pub mod print_runs;
 pub mod progress;

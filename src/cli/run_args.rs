@@ -83,3 +83,21 @@ pub struct EnvArg {
     #[arg(long, value_name = "NAME")]
     pub env: Option<String>,
 }
+
+/// `pipeline env ...`.
+#[derive(clap::Subcommand)]
+pub enum EnvAction {
+    /// List the environments of a pipeline's tables: per environment, the tables that have
+    /// its branch and each branch's head snapshot.
+    List { pipeline: String },
+    /// Remove environment NAME: its branch of every table of the pipeline, in one publish,
+    /// recorded. `main` does not move; the branch's snapshots and files go with the next
+    /// expiry of `pipeline maintain` (or a run's maintenance).
+    Drop {
+        pipeline: String,
+        name: String,
+        /// Why (kept in the record).
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+    },
+}

@@ -27,6 +27,8 @@ pub enum RunKind {
     Sql,
     /// `pipeline erase`: one subject's rows removed from every table that holds them.
     Erase,
+    /// `pipeline env drop`: an environment's branches removed (`main` does not move).
+    Env,
 }
 
 impl RunKind {
@@ -39,6 +41,7 @@ impl RunKind {
             RunKind::Maintain => "maintain",
             RunKind::Sql => "sql",
             RunKind::Erase => "erase",
+            RunKind::Env => "env",
         }
     }
 }

@@ -19,7 +19,7 @@ const LAYERS: &[&[&str]] = &[
     &["quality"],
     &["plan"],
     &["operation", "inspect"],
-    &["maintain", "rollback", "dml"],
+    &["maintain", "rollback", "dml", "env"],
     &["run"],
     &["erase"],
     &["schedule", "mcp", "docs"],

@@ -134,6 +134,31 @@ fn a_run_in_an_environment_writes_branches_and_leaves_main_untouched() {
     assert_eq!(after["branch"], countries["branch"]);
     let metrics = pyiceberg(&p, "gold.customer_metrics", "dev", "country");
     assert!(!metrics["branch"].as_array().unwrap().is_empty());
+
+    // The environment is listed with the five tables that have its branch, then dropped in
+    // one recorded publish; main stays where it was.
+    let listed = p.json(&["env", "list", "retail"]);
+    assert_eq!(listed[0]["env"], "dev", "{listed}");
+    assert_eq!(
+        listed[0]["tables"].as_object().unwrap().len(),
+        5,
+        "{listed}"
+    );
+    let main_now = main_snapshots(&p);
+    let dropped = p.json(&["env", "drop", "retail", "dev", "--reason", "merged"]);
+    assert_eq!(dropped["tables"].as_array().unwrap().len(), 5, "{dropped}");
+    assert_eq!(main_snapshots(&p), main_now);
+    assert!(pyiceberg(&p, "silver.customers", "dev", "country")["branch"].is_null());
+    assert_eq!(p.json(&["env", "list", "retail"]), serde_json::json!([]));
+    let (code, message) = p.fails(&["env", "drop", "retail", "dev"]);
+    assert_eq!(code, 2, "{message}");
+    assert!(
+        message.contains("no table of pipeline `retail` has environment `dev`; environments: none"),
+        "{message}"
+    );
+    let (code, message) = p.fails(&["env", "drop", "retail", "../x"]);
+    assert_eq!(code, 2, "{message}");
+    assert!(message.contains("is not an environment name"), "{message}");
 }
 
 #[test]
