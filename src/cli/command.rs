@@ -461,7 +461,9 @@ async fn plan(cx: &Context<'_>, pipeline: &str, fail_on_breaking: bool) -> Resul
 /// `pipeline env list|drop`.
 async fn environments(cx: &Context<'_>, action: &EnvAction) -> Result<()> {
     let name = match action {
-        EnvAction::List { pipeline } | EnvAction::Drop { pipeline, .. } => pipeline,
+        EnvAction::List { pipeline }
+        | EnvAction::Drop { pipeline, .. }
+        | EnvAction::Publish { pipeline, .. } => pipeline,
     };
     let spec = cx.load(name)?;
     let catalog = PipelineCatalog::connect(&spec.catalog).await?;
@@ -474,6 +476,13 @@ async fn environments(cx: &Context<'_>, action: &EnvAction) -> Result<()> {
             let invocation = cx.invocation(reason);
             let done = crate::env::drop_env(&catalog, &spec, name, &invocation, observer).await?;
             print_env::dropped(&done, cx.cli.json);
+        }
+        EnvAction::Publish { name, reason, .. } => {
+            let observer = Arc::new(Progress::stderr());
+            let invocation = cx.invocation(reason);
+            let done =
+                crate::env::publish_env(&catalog, &spec, name, &invocation, observer).await?;
+            print_env::published(&done, cx.cli.json);
         }
     }
     Ok(())

@@ -1,7 +1,7 @@
-//! The printers of `pipeline env list` and `pipeline env drop`.
+//! The printers of `pipeline env list`, `publish` and `drop`.
 
 use super::print::json;
-use crate::env::{DroppedEnv, EnvSummary};
+use crate::env::{DroppedEnv, EnvSummary, PublishedEnv};
 use crate::output::render_table;
 
 /// `pipeline env list`: one row per environment and table.
@@ -36,4 +36,23 @@ pub fn dropped(done: &DroppedEnv, as_json: bool) {
         done.tables.len(),
         done.tables.join(", ")
     );
+}
+
+/// `pipeline env publish`: which tables' `main` moved, and the record that undoes it.
+pub fn published(done: &PublishedEnv, as_json: bool) {
+    if as_json {
+        return json(done);
+    }
+    match &done.run_id {
+        None => say!(
+            "environment {}: main already holds everything it changed; nothing was published",
+            done.env
+        ),
+        Some(run) => say!(
+            "environment {} published: main of {} moved to its branch ({}), in one publish; undo with pipeline rollback {run}",
+            done.env,
+            done.tables.len(),
+            done.tables.join(", ")
+        ),
+    }
 }

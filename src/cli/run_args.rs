@@ -90,6 +90,17 @@ pub enum EnvAction {
     /// List the environments of a pipeline's tables: per environment, the tables that have
     /// its branch and each branch's head snapshot.
     List { pipeline: String },
+    /// Publish environment NAME: `main` of every table it changed fast-forwards to the
+    /// table's branch NAME, all tables in one atomic publish, recorded; `pipeline rollback
+    /// RUN` undoes it. Refused, publishing nothing, when `main` of a table moved since the
+    /// branch was made (the tables are named). The branches stay until `env drop`.
+    Publish {
+        pipeline: String,
+        name: String,
+        /// Why (kept in the record).
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+    },
     /// Remove environment NAME: its branch of every table of the pipeline, in one publish,
     /// recorded. `main` does not move; the branch's snapshots and files go with the next
     /// expiry of `pipeline maintain` (or a run's maintenance).

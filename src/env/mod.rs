@@ -1,8 +1,11 @@
 //! Environments of a pipeline (`pipeline run --env NAME` writes each changed table's Iceberg
-//! branch NAME; see `catalog::env`): which there are ([`list`]) and dropping one ([`drop`]).
+//! branch NAME; see `catalog::env`): which there are ([`list`]), publishing one to `main`
+//! ([`publish`]) and dropping one ([`drop`]).
 
 mod drop;
 mod list;
+mod publish;
 
 pub use drop::{drop_env, DroppedEnv};
 pub use list::{list_envs, EnvSummary};
+pub use publish::{publish_env, PublishedEnv};

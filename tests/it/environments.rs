@@ -173,3 +173,76 @@ fn an_environment_name_must_be_a_name_and_not_main() {
         );
     }
 }
+
+/// The rows of `sql`, as text.
+fn rows(p: &Project, sql: &str) -> Vec<Vec<Option<String>>> {
+    p.query(sql)
+}
+
+#[test]
+fn publishing_an_environment_moves_main_at_once_and_rollback_undoes_it() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    let before = main_snapshots(&p);
+    let countries = "SELECT DISTINCT country FROM silver.customers ORDER BY 1";
+    let upper = rows(&p, countries);
+    let sql = p.path().join("sql/retail/silver_customers.sql");
+    let original = std::fs::read_to_string(&sql).unwrap();
+    std::fs::write(
+        &sql,
+        original.replace("upper(trim(country))", "lower(trim(country))"),
+    )
+    .unwrap();
+    p.json(&["run", "retail", "--env", "dev"]);
+    let heads = p.json(&["env", "list", "retail"])[0]["tables"].clone();
+
+    let published = p.json(&["env", "publish", "retail", "dev", "--reason", "reviewed"]);
+    assert_eq!(
+        published["tables"].as_array().unwrap().len(),
+        5,
+        "{published}"
+    );
+    for (table, head) in heads.as_object().unwrap() {
+        assert_eq!(Some(p.current_snapshot(table)), head.as_i64(), "{table}");
+    }
+    let lower: Vec<Vec<Option<String>>> = upper
+        .iter()
+        .map(|r| vec![r[0].as_ref().map(|c| c.to_lowercase())])
+        .collect();
+    assert_eq!(rows(&p, countries), lower);
+    // Publishing again finds nothing to move.
+    let again = p.json(&["env", "publish", "retail", "dev"]);
+    assert!(again["run_id"].is_null(), "{again}");
+
+    // One rollback puts main back, every table at once.
+    p.json(&["rollback", published["run_id"].as_str().unwrap()]);
+    assert_eq!(main_snapshots(&p), before);
+    assert_eq!(rows(&p, countries), upper);
+}
+
+#[test]
+fn an_environment_whose_main_moved_is_not_published() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    let sql = p.path().join("sql/retail/silver_customers.sql");
+    let original = std::fs::read_to_string(&sql).unwrap();
+    std::fs::write(
+        &sql,
+        original.replace("upper(trim(country))", "lower(trim(country))"),
+    )
+    .unwrap();
+    p.json(&["run", "retail", "--env", "dev"]);
+    // Meanwhile main moves (the original SQL, recomputed whole).
+    std::fs::write(&sql, &original).unwrap();
+    p.json(&["run", "retail", "--full-refresh"]);
+    let before = main_snapshots(&p);
+    let (code, message) = p.fails(&["env", "publish", "retail", "dev"]);
+    assert_eq!(code, 1, "{message}");
+    assert!(
+        message.contains("main moved since environment `dev` was made, in "),
+        "{message}"
+    );
+    assert!(message.contains("silver.customers"), "{message}");
+    assert!(message.contains("nothing was published"), "{message}");
+    assert_eq!(main_snapshots(&p), before);
+}
