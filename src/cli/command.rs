@@ -463,7 +463,8 @@ async fn environments(cx: &Context<'_>, action: &EnvAction) -> Result<()> {
     let name = match action {
         EnvAction::List { pipeline }
         | EnvAction::Drop { pipeline, .. }
-        | EnvAction::Publish { pipeline, .. } => pipeline,
+        | EnvAction::Publish { pipeline, .. }
+        | EnvAction::Diff { pipeline, .. } => pipeline,
     };
     let spec = cx.load(name)?;
     let catalog = PipelineCatalog::connect(&spec.catalog).await?;
@@ -476,6 +477,20 @@ async fn environments(cx: &Context<'_>, action: &EnvAction) -> Result<()> {
             let invocation = cx.invocation(reason);
             let done = crate::env::drop_env(&catalog, &spec, name, &invocation, observer).await?;
             print_env::dropped(&done, cx.cli.json);
+        }
+        EnvAction::Diff { name, tables, .. } => {
+            let tables = tables
+                .iter()
+                .map(|t| table_arg(t))
+                .collect::<Result<Vec<_>>>()?;
+            let diffs = crate::env::diff_env(&catalog, &spec, name, &tables).await?;
+            print_env::diff(&diffs, name, cx.cli.json);
+            let differ = diffs.iter().filter(|d| d.differs()).count();
+            if differ > 0 {
+                return Err(Error::Failed(format!(
+                    "{differ} table(s) differ between main and environment {name}"
+                )));
+            }
         }
         EnvAction::Publish { name, reason, .. } => {
             let observer = Arc::new(Progress::stderr());

@@ -1,8 +1,9 @@
-//! The printers of `pipeline env list`, `publish` and `drop`.
+//! The printers of `pipeline env list`, `diff`, `publish` and `drop`.
 
 use super::print::json;
-use crate::env::{DroppedEnv, EnvSummary, PublishedEnv};
+use crate::env::{DroppedEnv, EnvSummary, PublishedEnv, TableDiff};
 use crate::output::render_table;
+use crate::output::Rows;
 
 /// `pipeline env list`: one row per environment and table.
 pub fn list(envs: &[EnvSummary], as_json: bool) {
@@ -54,5 +55,43 @@ pub fn published(done: &PublishedEnv, as_json: bool) {
             done.tables.len(),
             done.tables.join(", ")
         ),
+    }
+}
+
+/// `pipeline env diff`: per table, what differs, with samples of the rows each side alone has.
+pub fn diff(diffs: &[TableDiff], env: &str, as_json: bool) {
+    if as_json {
+        return json(&diffs);
+    }
+    let differ: Vec<&TableDiff> = diffs.iter().filter(|d| d.differs()).collect();
+    if differ.is_empty() {
+        say!("environment {env} holds the same rows as main");
+        return;
+    }
+    for d in differ {
+        say!(
+            "{}: {} rows on main, {} in {env}; {} added, {} removed",
+            d.table,
+            d.main_rows,
+            d.env_rows,
+            d.added,
+            d.removed
+        );
+        for change in &d.schema {
+            say!("  schema: {change}");
+        }
+        for (what, rows) in [("added", &d.sample_added), ("removed", &d.sample_removed)] {
+            if rows.is_empty() {
+                continue;
+            }
+            say!("  {what} (first {}):", rows.len());
+            let table = Rows {
+                columns: d.columns.clone(),
+                rows: rows.clone(),
+            };
+            for line in table.to_table().lines() {
+                say!("    {line}");
+            }
+        }
     }
 }

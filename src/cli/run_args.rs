@@ -90,6 +90,16 @@ pub enum EnvAction {
     /// List the environments of a pipeline's tables: per environment, the tables that have
     /// its branch and each branch's head snapshot.
     List { pipeline: String },
+    /// Compare environment NAME with main, table by table: schema changes (by field id), row
+    /// counts, and the rows only one side has (over the columns both have), with samples.
+    /// Exit status 1 when anything differs (for CI), 0 when nothing does. Writes nothing.
+    Diff {
+        pipeline: String,
+        name: String,
+        /// Only these tables (comma-separated).
+        #[arg(long, value_delimiter = ',', value_name = "TABLES")]
+        tables: Vec<String>,
+    },
     /// Publish environment NAME: `main` of every table it changed fast-forwards to the
     /// table's branch NAME, all tables in one atomic publish, recorded; `pipeline rollback
     /// RUN` undoes it. Refused, publishing nothing, when `main` of a table moved since the

@@ -2,10 +2,12 @@
 //! branch NAME; see `catalog::env`): which there are ([`list`]), publishing one to `main`
 //! ([`publish`]) and dropping one ([`drop`]).
 
+mod diff;
 mod drop;
 mod list;
 mod publish;
 
+pub use diff::{diff_env, TableDiff};
 pub use drop::{drop_env, DroppedEnv};
 pub use list::{list_envs, EnvSummary};
 pub use publish::{publish_env, PublishedEnv};

@@ -196,6 +196,36 @@ fn publishing_an_environment_moves_main_at_once_and_rollback_undoes_it() {
     p.json(&["run", "retail", "--env", "dev"]);
     let heads = p.json(&["env", "list", "retail"])[0]["tables"].clone();
 
+    // The diff: every customer row differs in country only, so each is added and removed;
+    // the count is main's own; exit 1 (they differ).
+    let customers = rows(&p, "SELECT count(*) FROM silver.customers")[0][0]
+        .clone()
+        .unwrap();
+    let diff = p.json_failing(&[
+        "env",
+        "diff",
+        "retail",
+        "dev",
+        "--tables",
+        "silver.customers",
+    ]);
+    let table = &diff[0];
+    assert_eq!(table["table"], "silver.customers", "{diff}");
+    assert_eq!(table["added"].to_string(), customers, "{diff}");
+    assert_eq!(table["removed"].to_string(), customers, "{diff}");
+    assert_eq!(table["main_rows"], table["env_rows"], "{diff}");
+    assert!(table["schema"].as_array().unwrap().is_empty(), "{diff}");
+    let country = table["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c == "country")
+        .unwrap();
+    for row in table["sample_added"].as_array().unwrap() {
+        let c = row[country].as_str().unwrap();
+        assert_eq!(c, c.to_lowercase(), "{diff}");
+    }
+
     let published = p.json(&["env", "publish", "retail", "dev", "--reason", "reviewed"]);
     assert_eq!(
         published["tables"].as_array().unwrap().len(),
@@ -210,9 +240,13 @@ fn publishing_an_environment_moves_main_at_once_and_rollback_undoes_it() {
         .map(|r| vec![r[0].as_ref().map(|c| c.to_lowercase())])
         .collect();
     assert_eq!(rows(&p, countries), lower);
-    // Publishing again finds nothing to move.
+    // Publishing again finds nothing to move; main and the environment are equal (exit 0).
     let again = p.json(&["env", "publish", "retail", "dev"]);
     assert!(again["run_id"].is_null(), "{again}");
+    assert_eq!(
+        p.json(&["env", "diff", "retail", "dev"]),
+        serde_json::json!([])
+    );
 
     // One rollback puts main back, every table at once.
     p.json(&["rollback", published["run_id"].as_str().unwrap()]);
