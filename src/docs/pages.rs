@@ -316,7 +316,7 @@ pub fn runs(site: &Site) -> String {
         let _ = writeln!(
             body,
             "<tr id=\"{id}\" class=\"run\"><td><code class=\"run-id\">{id}</code></td><td>{}</td><td>{}<br><span class=\"muted\">{:.1} s</span></td><td>{who}</td><td>{}{error}</td><td>{checks}</td><td><code>{}</code></td></tr>",
-            escape(&r.kind.to_string()),
+            escape(&format!("{}{}", r.kind, r.env.as_ref().map(|e| format!(" (env {e})")).unwrap_or_default())),
             escape(&r.finished_at),
             seconds(r),
             changed.join("<br>"),

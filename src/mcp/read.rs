@@ -214,6 +214,7 @@ impl Lake {
                             "checks": r.quality.len(),
                             "error": r.error,
                             "finished_jobs": r.finished_jobs,
+                            "env": r.env,
                             "undo": r.undo,
                         })
                     })
