@@ -170,6 +170,9 @@ impl<'a> TableOperation<'a> for EraseOperation<'a> {
     ) -> Result<Staging<EraseStaged, EraseReport>> {
         let (pipeline, request) = (self.pipeline, self.request);
         let validated = opened.validated("an erase")?;
+        if request.purge {
+            refuse_environments(&validated.catalog, pipeline).await?;
+        }
         let surveyed = survey(pipeline, validated, &run.run_id, request).await?;
         if surveyed.found.staged.is_empty() {
             return Ok(Staging::Done(surveyed.report));
@@ -288,4 +291,19 @@ fn history(catalog: &PipelineCatalog, request: &EraseRequest) -> String {
         (true, _) => "purged: every older snapshot of the erased tables expires and the files only they referenced are deleted by the maintain runs that follow this one under the same lock (their records name this erase; `pipeline run-info` of this run lists them)".to_string(),
         (false, _) => "older snapshots still hold the rows (for rollback) until they expire by the pipeline's [maintenance] settings; `pipeline erase --purge` removes them now".to_string(),
     }
+}
+
+/// A purge makes an erase physical on `main`; an environment's branches still hold the rows
+/// (expiry keeps every branch head). Refused, nothing changed, until they are dropped.
+async fn refuse_environments(catalog: &PipelineCatalog, pipeline: &Pipeline) -> Result<()> {
+    let envs = crate::env::list_envs(catalog, pipeline).await?;
+    if envs.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = envs.iter().map(|e| e.env.as_str()).collect();
+    Err(Error::Usage(format!(
+        "--purge: the tables have environment branches ({}) that still hold the subject's rows and that expiry keeps; nothing was changed. Drop them first (`pipeline env drop {} NAME`), then erase with --purge",
+        names.join(", "),
+        pipeline.name
+    )))
 }

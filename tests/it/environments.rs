@@ -280,3 +280,40 @@ fn an_environment_whose_main_moved_is_not_published() {
     assert!(message.contains("nothing was published"), "{message}");
     assert_eq!(main_snapshots(&p), before);
 }
+
+#[test]
+fn a_purge_is_refused_while_an_environment_still_holds_the_rows() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    let sql = p.path().join("sql/retail/silver_customers.sql");
+    let original = std::fs::read_to_string(&sql).unwrap();
+    std::fs::write(
+        &sql,
+        original.replace("upper(trim(country))", "lower(trim(country))"),
+    )
+    .unwrap();
+    p.json(&["run", "retail", "--env", "dev"]);
+    std::fs::write(&sql, &original).unwrap();
+    let before = main_snapshots(&p);
+    let erase = [
+        "erase",
+        "retail",
+        "--where",
+        "customer_id = 5",
+        "--reason",
+        "request 7",
+        "--purge",
+    ];
+    let (code, message) = p.fails(&erase);
+    assert_eq!(code, 2, "{message}");
+    assert!(message.contains("environment branches (dev)"), "{message}");
+    assert!(message.contains("nothing was changed"), "{message}");
+    assert_eq!(main_snapshots(&p), before);
+    // Dropped, the purge goes through.
+    p.json(&["env", "drop", "retail", "dev"]);
+    p.json(&erase);
+    assert_eq!(
+        p.query("SELECT count(*) FROM silver.customers WHERE customer_id = 5")[0][0].as_deref(),
+        Some("0")
+    );
+}
