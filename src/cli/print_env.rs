@@ -1,7 +1,7 @@
 //! The printers of `pipeline env list`, `diff`, `publish` and `drop`.
 
 use super::print::json;
-use crate::env::{DroppedEnv, EnvSummary, PublishedEnv, TableDiff};
+use crate::env::{EnvChange, EnvSummary, TableDiff};
 use crate::output::render_table;
 use crate::output::Rows;
 
@@ -27,7 +27,7 @@ pub fn list(envs: &[EnvSummary], as_json: bool) {
 }
 
 /// `pipeline env drop`: what was removed.
-pub fn dropped(done: &DroppedEnv, as_json: bool) {
+pub fn dropped(done: &EnvChange, as_json: bool) {
     if as_json {
         return json(done);
     }
@@ -40,7 +40,7 @@ pub fn dropped(done: &DroppedEnv, as_json: bool) {
 }
 
 /// `pipeline env publish`: which tables' `main` moved, and the record that undoes it.
-pub fn published(done: &PublishedEnv, as_json: bool) {
+pub fn published(done: &EnvChange, as_json: bool) {
     if as_json {
         return json(done);
     }

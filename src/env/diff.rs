@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
+use futures::TryStreamExt;
 use iceberg::spec::{Schema, TableMetadata};
 use iceberg::table::Table;
 use serde::Serialize;
@@ -166,30 +166,26 @@ async fn table_diff(name: &TableName, table: Table, head: i64) -> Result<TableDi
     Ok(diff)
 }
 
-/// How many rows `sql` returns, and the first few.
+/// How many rows `sql` returns, and the first few: one pass over its stream, nothing kept
+/// but the samples.
 async fn side_rows(
     session: &datafusion::prelude::SessionContext,
     sql: &str,
 ) -> Result<(u64, Vec<Vec<Option<String>>>)> {
-    let run = |text: String| async move {
-        let admitted = admit(&text, Entry::Query).map_err(|r| Error::Internal(r.message))?;
-        let logical = plan(&session.state(), admitted)
-            .await
-            .map_err(|r| Error::Internal(r.message))?;
-        let frame = session.execute_logical_plan(logical).await?;
-        let schema = Arc::new(frame.schema().as_arrow().clone());
-        let batches: Vec<RecordBatch> = frame.collect().await?;
-        Ok::<_, Error>((schema, batches))
-    };
-    let (_, counted) = run(format!("SELECT count(*) AS n FROM ({sql}) d")).await?;
-    let count = counted
-        .first()
-        .and_then(|b| {
-            b.column(0)
-                .as_any()
-                .downcast_ref::<arrow::array::Int64Array>()
-        })
-        .map_or(0, |a| a.value(0) as u64);
-    let (schema, batches) = run(format!("{sql} LIMIT {SAMPLES}")).await?;
-    Ok((count, batches_to_rows(&schema, &batches)?.rows))
+    let admitted = admit(sql, Entry::Query).map_err(|r| Error::Internal(r.message))?;
+    let logical = plan(&session.state(), admitted)
+        .await
+        .map_err(|r| Error::Internal(r.message))?;
+    let frame = session.execute_logical_plan(logical).await?;
+    let schema = Arc::new(frame.schema().as_arrow().clone());
+    let mut stream = frame.execute_stream().await?;
+    let (mut count, mut samples) = (0u64, Vec::new());
+    while let Some(batch) = stream.try_next().await? {
+        let wanted = SAMPLES.saturating_sub(samples.len()).min(batch.num_rows());
+        if wanted > 0 {
+            samples.extend(batches_to_rows(&schema, &[batch.slice(0, wanted)])?.rows);
+        }
+        count += batch.num_rows() as u64;
+    }
+    Ok((count, samples))
 }

@@ -1,13 +1,15 @@
 //! Environments of a pipeline (`pipeline run --env NAME` writes each changed table's Iceberg
 //! branch NAME; see `catalog::env`): which there are ([`list`]), publishing one to `main`
-//! ([`publish`]) and dropping one ([`drop`]).
+//! ([`publish`]) and dropping one ([`drop`]), both on one operation ([`operation`]).
 
 mod diff;
 mod drop;
 mod list;
+mod operation;
 mod publish;
 
 pub use diff::{diff_env, TableDiff};
-pub use drop::{drop_env, DroppedEnv};
+pub use drop::drop_env;
 pub use list::{list_envs, EnvSummary};
-pub use publish::{publish_env, PublishedEnv};
+pub use operation::EnvChange;
+pub use publish::publish_env;

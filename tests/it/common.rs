@@ -241,6 +241,23 @@ impl Project {
     }
 }
 
+/// The tables whose jobs a run report says wrote a snapshot (not `nothing new`, not `up to
+/// date`).
+pub fn written_tables(report: &Value) -> std::collections::BTreeSet<String> {
+    report["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| {
+            !matches!(
+                j["action"].as_str(),
+                Some("nothing new") | Some("up to date")
+            )
+        })
+        .map(|j| j["table"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// The columns and rows of `pipeline query --json` output, every value as text: a string as
 /// it is, a number or boolean as its JSON token (so decimals keep their digits: `9.00`), NULL
 /// as `None`.

@@ -45,21 +45,27 @@ fn pyiceberg(p: &Project, table: &str, branch: &str, column: &str) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// silver_customers.sql on disk lower-cases countries instead of upper-casing them; returns
+/// the original text, for [`set_customers_sql`].
+fn lower_case_countries(p: &Project) -> String {
+    let original = std::fs::read_to_string(customers_sql(p)).unwrap();
+    let changed = original.replace("upper(trim(country))", "lower(trim(country))");
+    assert_ne!(changed, original);
+    set_customers_sql(p, &changed);
+    original
+}
+
+fn customers_sql(p: &Project) -> std::path::PathBuf {
+    p.path().join("sql/retail/silver_customers.sql")
+}
+
+fn set_customers_sql(p: &Project, text: &str) {
+    std::fs::write(customers_sql(p), text).unwrap();
+}
+
+/// The tables a run report says wrote a snapshot, sorted.
 fn written(report: &Value) -> Vec<String> {
-    let mut out: Vec<String> = report["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|j| {
-            !matches!(
-                j["action"].as_str(),
-                Some("nothing new") | Some("up to date")
-            )
-        })
-        .map(|j| j["table"].as_str().unwrap().to_string())
-        .collect();
-    out.sort();
-    out
+    crate::common::written_tables(report).into_iter().collect()
 }
 
 #[test]
@@ -67,11 +73,7 @@ fn a_run_in_an_environment_writes_branches_and_leaves_main_untouched() {
     let p = Project::retail();
     p.json(&["run", "retail"]);
     let before = main_snapshots(&p);
-    let sql = p.path().join("sql/retail/silver_customers.sql");
-    let original = std::fs::read_to_string(&sql).unwrap();
-    let changed = original.replace("upper(trim(country))", "lower(trim(country))");
-    assert_ne!(changed, original);
-    std::fs::write(&sql, &changed).unwrap();
+    let original = lower_case_countries(&p);
 
     let report = p.json(&["run", "retail", "--env", "dev"]);
     // The changed table and everything downstream of it (fact_orders is recomputed whole,
@@ -112,7 +114,7 @@ fn a_run_in_an_environment_writes_branches_and_leaves_main_untouched() {
     let again = p.json(&["run", "retail", "--env", "dev"]);
     assert!(written(&again).is_empty(), "{again}");
     // Main, with the SQL it was built with, is as it was: nothing to do either.
-    std::fs::write(&sql, &original).unwrap();
+    set_customers_sql(&p, &original);
     let on_main = p.json(&["run", "retail"]);
     assert!(written(&on_main).is_empty(), "{on_main}");
 
@@ -186,13 +188,7 @@ fn publishing_an_environment_moves_main_at_once_and_rollback_undoes_it() {
     let before = main_snapshots(&p);
     let countries = "SELECT DISTINCT country FROM silver.customers ORDER BY 1";
     let upper = rows(&p, countries);
-    let sql = p.path().join("sql/retail/silver_customers.sql");
-    let original = std::fs::read_to_string(&sql).unwrap();
-    std::fs::write(
-        &sql,
-        original.replace("upper(trim(country))", "lower(trim(country))"),
-    )
-    .unwrap();
+    lower_case_countries(&p);
     p.json(&["run", "retail", "--env", "dev"]);
     let heads = p.json(&["env", "list", "retail"])[0]["tables"].clone();
 
@@ -258,16 +254,10 @@ fn publishing_an_environment_moves_main_at_once_and_rollback_undoes_it() {
 fn an_environment_whose_main_moved_is_not_published() {
     let p = Project::retail();
     p.json(&["run", "retail"]);
-    let sql = p.path().join("sql/retail/silver_customers.sql");
-    let original = std::fs::read_to_string(&sql).unwrap();
-    std::fs::write(
-        &sql,
-        original.replace("upper(trim(country))", "lower(trim(country))"),
-    )
-    .unwrap();
+    let original = lower_case_countries(&p);
     p.json(&["run", "retail", "--env", "dev"]);
     // Meanwhile main moves (the original SQL, recomputed whole).
-    std::fs::write(&sql, &original).unwrap();
+    set_customers_sql(&p, &original);
     p.json(&["run", "retail", "--full-refresh"]);
     let before = main_snapshots(&p);
     let (code, message) = p.fails(&["env", "publish", "retail", "dev"]);
@@ -285,15 +275,9 @@ fn an_environment_whose_main_moved_is_not_published() {
 fn a_purge_is_refused_while_an_environment_still_holds_the_rows() {
     let p = Project::retail();
     p.json(&["run", "retail"]);
-    let sql = p.path().join("sql/retail/silver_customers.sql");
-    let original = std::fs::read_to_string(&sql).unwrap();
-    std::fs::write(
-        &sql,
-        original.replace("upper(trim(country))", "lower(trim(country))"),
-    )
-    .unwrap();
+    let original = lower_case_countries(&p);
     p.json(&["run", "retail", "--env", "dev"]);
-    std::fs::write(&sql, &original).unwrap();
+    set_customers_sql(&p, &original);
     let before = main_snapshots(&p);
     let erase = [
         "erase",

@@ -12,6 +12,7 @@ use crate::records::RunRecord;
 use crate::spec::TableName;
 
 /// One table's move in a publish.
+#[derive(Clone)]
 pub struct TableChange {
     pub table: TableName,
     /// The metadata location the change was staged on; `None` creates the table.

@@ -19,29 +19,18 @@ pub type TextRow = Vec<Option<String>>;
 /// column a row names that `schema` lacks, or a value that does not read as its column's
 /// type, is an error saying which.
 pub fn batch_of(schema: &SchemaRef, rows: Option<&TestRows>) -> Result<RecordBatch, String> {
-    let empty = TestRows {
-        rows: Vec::new(),
-        origin: crate::spec::Origin {
-            file: "".into(),
-            line: 0,
-        },
-    };
-    let rows = rows.unwrap_or(&empty);
-    if let Some(unknown) = rows
-        .columns()
-        .into_iter()
-        .find(|c| schema.field_with_name(c).is_err())
-    {
+    let columns = rows.map(TestRows::columns).unwrap_or_default();
+    if let Some(unknown) = columns.iter().find(|c| schema.field_with_name(c).is_err()) {
         let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
         return Err(format!(
             "no column `{unknown}`; the columns are {}",
             names.join(", ")
         ));
     }
+    let rows = rows.map(|r| r.rows.as_slice()).unwrap_or_default();
     let mut columns = Vec::new();
     for field in schema.fields() {
         let texts: Vec<Option<&str>> = rows
-            .rows
             .iter()
             .map(|r| r.get(field.name()).and_then(|v| v.as_deref()))
             .collect();
