@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 
-/// The table property, in memory only, that marks a view: `{"env": NAME, "main": ID|null}`.
+/// The table property, in memory only, that marks a view: `{"env": NAME, "main": ID|null,
+/// "schema": the table's current schema id}`.
 const VIEW: &str = "pipeline.env-view";
 
 /// A ref, in the view only, on the real `main`: whatever keeps the snapshots refs point at
@@ -32,7 +33,9 @@ pub fn valid_env_name(name: &str) -> bool {
 }
 
 /// `metadata` as a run in environment `env` sees it: `main` at the head of branch `env` when
-/// the table has it, marked as a view (see the module doc).
+/// the table has it, and the current schema that head's (a schema is the table's, so an
+/// environment's schema change lives in its snapshots only), marked as a view (see the module
+/// doc).
 pub fn view(metadata: &TableMetadata, env: &str) -> Result<TableMetadata> {
     let real_main = metadata.current_snapshot_id();
     let head = metadata
@@ -44,14 +47,20 @@ pub fn view(metadata: &TableMetadata, env: &str) -> Result<TableMetadata> {
     if let Some(id) = real_main {
         value["refs"][GUARD] = json!({"snapshot-id": id, "type": "branch"});
     }
-    value["properties"][VIEW] = Value::String(json!({"env": env, "main": real_main}).to_string());
+    // The schema is the table's, not a branch's: the environment's is its head's.
+    let schema = metadata.current_schema_id();
+    if let Some(id) = metadata.snapshot_for_ref(env).and_then(|s| s.schema_id()) {
+        value["current-schema-id"] = json!(id);
+    }
+    let mark = json!({"env": env, "main": real_main, "schema": schema});
+    value["properties"][VIEW] = Value::String(mark.to_string());
     from_json(value)
 }
 
 /// The metadata to publish for `metadata` (its `main` at the new snapshot) by a run in
 /// environment `env`: on `main` (`None`) unchanged; in an environment its branch moves to the
-/// new snapshot while `main`, its snapshot log and the table's properties are as the table
-/// had them (a table the run creates has no `main`).
+/// new snapshot while `main`, its snapshot log, the table's current schema and its properties
+/// are as the table had them (a table the run creates has no `main`).
 pub fn publishable(metadata: TableMetadata, env: Option<&str>) -> Result<TableMetadata> {
     let mark = metadata.properties().get(VIEW).cloned();
     let Some(env) = env else {
@@ -62,7 +71,7 @@ pub fn publishable(metadata: TableMetadata, env: Option<&str>) -> Result<TableMe
             )),
         };
     };
-    let real_main = match mark {
+    let (real_main, schema) = match mark {
         Some(mark) => {
             let mark: Value = serde_json::from_str(&mark)
                 .map_err(|e| Error::Internal(format!("a bad environment view mark: {e}")))?;
@@ -72,9 +81,9 @@ pub fn publishable(metadata: TableMetadata, env: Option<&str>) -> Result<TableMe
                     mark["env"]
                 )));
             }
-            mark["main"].as_i64()
+            (mark["main"].as_i64(), mark["schema"].as_i64())
         }
-        None => None,
+        None => (None, None),
     };
     let new = metadata.current_snapshot_id();
     let mut value = to_json(&metadata)?;
@@ -91,6 +100,10 @@ pub fn publishable(metadata: TableMetadata, env: Option<&str>) -> Result<TableMe
         }
     }
     set_main(&mut value, real_main);
+    if let Some(id) = schema {
+        // Readers of `main` keep the table's schema; the branch's snapshots name their own.
+        value["current-schema-id"] = json!(id);
+    }
     from_json(value)
 }
 

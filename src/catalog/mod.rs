@@ -28,3 +28,4 @@ pub use remote::{
 };
 pub(crate) use sql::sqlite_connection;
 pub use updates::diff as table_updates;
+pub use updates::{head, moved_branches, moved_since, pinned, reached, BranchMove};

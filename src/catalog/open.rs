@@ -207,19 +207,13 @@ impl PipelineCatalog {
     }
 
     /// This catalog with every table loaded in environment `env` (its Iceberg branch `env`;
-    /// see `env.rs`), or on `main` (`None`). Environments are kept on the embedded catalog
-    /// for now: another catalog is refused.
+    /// see `env.rs`), or on `main` (`None`), on every catalog kind.
     pub fn in_env(mut self, env: Option<String>) -> Result<PipelineCatalog> {
         if let Some(name) = &env {
             if !super::env::valid_env_name(name) {
                 return Err(Error::Usage(format!(
                     "--env `{name}` is not an environment name: letters, digits, `_` and `-`, not `main`"
                 )));
-            }
-            if !matches!(self.backend, Backend::Sql { .. }) {
-                return Err(Error::Usage(
-                    "--env: environments are kept on the embedded catalog for now; this catalog is remote".into(),
-                ));
             }
         }
         self.env = env;

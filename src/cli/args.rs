@@ -429,6 +429,7 @@ pub enum Command {
     /// Examples:
     ///   pipeline query "SELECT month, revenue FROM gold.monthly_revenue ORDER BY month"
     ///   pipeline query --max-memory-mb 8192 --timeout 600 "SELECT ... FROM silver.orders ..."
+    ///   pipeline query --env dev "SELECT country, count(*) FROM silver.customers GROUP BY 1"
     #[command(verbatim_doc_comment)]
     Query {
         /// One SELECT; tables are written namespace.table.
@@ -436,6 +437,10 @@ pub enum Command {
         /// Read tables as of this snapshot id (time travel); see `pipeline history`.
         #[arg(long = "as-of", value_name = "SNAPSHOT_ID")]
         as_of: Option<i64>,
+        /// Read each table on its branch of environment NAME (`run --env NAME`), or on `main`
+        /// where the environment did not change it.
+        #[arg(long, value_name = "NAME")]
+        env: Option<String>,
         #[arg(long)]
         pipeline: Option<String>,
         /// The most memory the query may hold, in MiB [default: 2048, or the query engine's

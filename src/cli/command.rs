@@ -190,25 +190,19 @@ async fn inspect_catalog(cx: &Context<'_>, command: &Command) -> Result<()> {
             let catalog = cx.open_catalog(pipeline).await?;
             print_runs::runs(&catalog.runs().await?, json);
         }
-        Command::RunInfo { run_id, pipeline } => {
-            let catalog = cx.open_catalog(pipeline).await?;
-            let record = catalog.run(run_id).await?;
-            let purges = match record.erase {
-                Some(_) => catalog.purges_of(&record).await?,
-                None => Vec::new(),
-            };
-            print_runs::record_with_purges(&record, &purges, json);
-        }
+        Command::RunInfo { run_id, pipeline } => return run_info(cx, run_id, pipeline).await,
         Command::Check { table, pipeline } => return check(cx, table, pipeline).await,
         Command::Query {
             sql,
             as_of,
+            env,
             pipeline,
             max_memory_mb,
             timeout,
         } => {
             query::ceiling(query::default_ceiling_mb(*max_memory_mb), query::CLI_HINT)?;
             let catalog = cx.open_catalog(pipeline).await?;
+            let catalog = catalog.in_env(env.clone())?;
             query::print_query(&catalog, sql, *as_of, *timeout, json).await?;
         }
         Command::AgentQuery {
@@ -229,6 +223,18 @@ async fn inspect_catalog(cx: &Context<'_>, command: &Command) -> Result<()> {
         }
         _ => unreachable!("execute and read_or_serve run every other command"),
     }
+    Ok(())
+}
+
+/// `pipeline run-info RUN`: the record, with the purges that followed an erase.
+async fn run_info(cx: &Context<'_>, run_id: &str, pipeline: &Option<String>) -> Result<()> {
+    let catalog = cx.open_catalog(pipeline).await?;
+    let record = catalog.run(run_id).await?;
+    let purges = match record.erase {
+        Some(_) => catalog.purges_of(&record).await?,
+        None => Vec::new(),
+    };
+    print_runs::record_with_purges(&record, &purges, cx.cli.json);
     Ok(())
 }
 

@@ -59,12 +59,15 @@ impl EnvAction for FastForward {
         }
         let location = loaded.metadata_location().map(str::to_string);
         let branch = SnapshotRetention::branch(None, None, None);
-        let published = metadata
+        let mut builder = metadata
             .clone()
             .into_builder(location.clone())
-            .set_ref(MAIN_BRANCH, SnapshotReference::new(head, branch))?
-            .build()?
-            .metadata;
+            .set_ref(MAIN_BRANCH, SnapshotReference::new(head, branch))?;
+        // The environment's schema (its head's) becomes the table's.
+        if let Some(schema) = metadata.snapshot_by_id(head).and_then(|s| s.schema_id()) {
+            builder = builder.set_current_schema(schema)?;
+        }
+        let published = builder.build()?.metadata;
         Ok(Move::Change(Box::new((
             TableChange {
                 table: table.clone(),

@@ -7,6 +7,8 @@
 S3 access comes from S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION.
 With SIGV4_SIGNING_NAME set, PyIceberg signs its catalog requests with SigV4 (that name, the
 region AWS_REGION, the same credentials).
+With READ_BRANCH set, each table is read at the head of that branch (an environment,
+`pipeline run --env NAME`), found by name; a table without it is null.
 Prints {"ns.table": {"rows": N, "sums": {...}}}, "sums" holding the sum of every integer and
 decimal column as a string (null when the column has no values). Used by
 tests/it/remote_catalogs.rs.
@@ -22,8 +24,15 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.table import StaticTable
 
 
-def summary(table) -> dict:
-    data = table.scan().to_arrow()
+def summary(table):
+    branch = os.environ.get("READ_BRANCH")
+    if branch:
+        head = table.snapshot_by_name(branch)
+        if head is None:
+            return None
+        data = table.scan(snapshot_id=head.snapshot_id).to_arrow()
+    else:
+        data = table.scan().to_arrow()
     cols = [f.name for f in data.schema if pa.types.is_integer(f.type) or pa.types.is_decimal(f.type)]
     sums = {}
     for c in cols:

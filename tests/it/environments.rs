@@ -23,7 +23,7 @@ const TABLES: [&str; 9] = [
     "gold.repeat_buyers",
 ];
 
-fn main_snapshots(p: &Project) -> BTreeMap<&'static str, i64> {
+pub(crate) fn main_snapshots(p: &Project) -> BTreeMap<&'static str, i64> {
     TABLES.iter().map(|t| (*t, p.current_snapshot(t))).collect()
 }
 
@@ -47,7 +47,7 @@ fn pyiceberg(p: &Project, table: &str, branch: &str, column: &str) -> Value {
 
 /// silver_customers.sql on disk lower-cases countries instead of upper-casing them; returns
 /// the original text, for [`set_customers_sql`].
-fn lower_case_countries(p: &Project) -> String {
+pub(crate) fn lower_case_countries(p: &Project) -> String {
     let original = std::fs::read_to_string(customers_sql(p)).unwrap();
     let changed = original.replace("upper(trim(country))", "lower(trim(country))");
     assert_ne!(changed, original);
@@ -64,7 +64,7 @@ fn set_customers_sql(p: &Project, text: &str) {
 }
 
 /// The tables a run report says wrote a snapshot, sorted.
-fn written(report: &Value) -> Vec<String> {
+pub(crate) fn written(report: &Value) -> Vec<String> {
     crate::common::written_tables(report).into_iter().collect()
 }
 
@@ -300,4 +300,60 @@ fn a_purge_is_refused_while_an_environment_still_holds_the_rows() {
         p.query("SELECT count(*) FROM silver.customers WHERE customer_id = 5")[0][0].as_deref(),
         Some("0")
     );
+}
+
+/// The names of `table`'s columns, as `describe` (the table's current schema) gives them.
+fn columns(p: &Project, table: &str) -> Vec<String> {
+    p.json(&["describe", table])["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A schema is the table's, not a branch's: a column an environment adds is not seen by
+/// readers of `main` (the table's current schema stays), the environment reads it, finds
+/// itself up to date, and its publish makes the schema the table's.
+#[test]
+fn a_column_added_in_an_environment_is_not_seen_on_main_until_published() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    let before = columns(&p, "silver.customers");
+    let original = std::fs::read_to_string(customers_sql(&p)).unwrap();
+    let changed = original.replace(
+        "upper(trim(country)) AS country",
+        "upper(trim(country)) AS country, 1 AS extra",
+    );
+    assert_ne!(changed, original);
+    set_customers_sql(&p, &changed);
+
+    p.json(&["run", "retail", "--env", "dev"]);
+    assert_eq!(columns(&p, "silver.customers"), before);
+    let sql = "SELECT extra, count(*) FROM silver.customers GROUP BY 1";
+    let on_dev = p.query_result(&["query", sql, "--env", "dev"]).1;
+    let customers = p.query("SELECT count(*) FROM silver.customers");
+    assert_eq!(
+        on_dev,
+        [vec![Some("1".to_string()), customers[0][0].clone()]]
+    );
+    let again = p.json(&["run", "retail", "--env", "dev"]);
+    assert!(written(&again).is_empty(), "{again}");
+    let diff = p.json_failing(&[
+        "env",
+        "diff",
+        "retail",
+        "dev",
+        "--tables",
+        "silver.customers",
+    ]);
+    assert_eq!(
+        diff[0]["schema"],
+        serde_json::json!(["added extra long"]),
+        "{diff}"
+    );
+
+    p.json(&["env", "publish", "retail", "dev"]);
+    assert_eq!(columns(&p, "silver.customers").len(), before.len() + 1);
+    assert_eq!(p.query(sql), on_dev);
 }

@@ -17,6 +17,7 @@ mod damaged;
 mod deletion;
 mod docs_site;
 mod environments;
+mod environments_remote;
 mod erase;
 mod erase_reach;
 mod exactly_once;

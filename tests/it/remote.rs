@@ -341,12 +341,35 @@ impl Project {
         self.read_remote(Some((proxy.uri.as_str(), Some(service))), tables)
     }
 
+    /// Like [`Project::pyiceberg_remote`], each table read at the head of branch `branch`
+    /// (null where the table has no such branch).
+    pub fn pyiceberg_branch(
+        &self,
+        rest: Option<&Rustberg>,
+        tables: &[&str],
+        branch: &str,
+    ) -> serde_json::Value {
+        self.read_remote_at(rest.map(|r| (r.uri.as_str(), None)), tables, Some(branch))
+    }
+
     fn read_remote(
         &self,
         rest: Option<(&str, Option<&str>)>,
         tables: &[&str],
     ) -> serde_json::Value {
+        self.read_remote_at(rest, tables, None)
+    }
+
+    fn read_remote_at(
+        &self,
+        rest: Option<(&str, Option<&str>)>,
+        tables: &[&str],
+        branch: Option<&str>,
+    ) -> serde_json::Value {
         let mut command = Command::new("python3");
+        if let Some(branch) = branch {
+            command.env("READ_BRANCH", branch);
+        }
         command
             .arg(crate::common::repo().join("tests/interop/read_remote.py"))
             .env("S3_ENDPOINT", moto())

@@ -61,13 +61,14 @@ impl TablePointers for RestApi {
             )),
             Err(r) if r.status == StatusCode::CONFLICT => {
                 // Already at the new version (another command made this very move)?
-                let now = self.get(&table_path(table)).await.ok();
-                let main = now
-                    .as_ref()
-                    .and_then(|t| t["metadata"]["current-snapshot-id"].as_i64());
-                let done = main.is_some()
-                    && main == new.current_snapshot_id()
-                    && main != base.current_snapshot_id();
+                let now: Option<TableMetadata> = match self.get(&table_path(table)).await {
+                    Ok(mut t) => serde_json::from_value(t["metadata"].take()).ok(),
+                    Err(_) => None,
+                };
+                let done = match &now {
+                    Some(now) => updates::reached(now, base, new)?,
+                    None => false,
+                };
                 Ok(if done {
                     Swap::AlreadyThere
                 } else {

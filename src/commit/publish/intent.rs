@@ -40,7 +40,11 @@ pub(super) struct IntentEntry {
     /// The metadata version the change was staged on.
     pub(super) from_location: String,
     pub(super) from_snapshot: Option<i64>,
-    /// `main` after the move (`None`: the table is emptied).
+    /// The branch the move is about, whose heads `from_snapshot` and `to_snapshot` are:
+    /// `main` when absent, else an environment's branch (only it moves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) branch: Option<String>,
+    /// The branch's head after the move (`None`: removed; on `main`, the table is emptied).
     pub(super) to_snapshot: Option<i64>,
     /// The new metadata, already written (S3 Tables); empty where the catalog writes its own
     /// file (REST).
@@ -375,6 +379,7 @@ mod tests {
                 table: "silver.orders".into(),
                 from_location: "m/00001-a.metadata.json".into(),
                 from_snapshot: None,
+                branch: None,
                 to_snapshot: Some(7),
                 metadata_file: "m/00002-b.metadata.json".into(),
                 updates: None,

@@ -22,7 +22,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use iceberg::spec::TableMetadata;
+use iceberg::spec::{TableMetadata, MAIN_BRANCH};
 
 use super::intent::{
     commit_control, finish, intent_of, is_pending, refuse_a_served_tick, written_if_taken, Intent,
@@ -30,7 +30,7 @@ use super::intent::{
 };
 use super::publication::{locations, versions_of, Publication, PublishOutcome, Publisher};
 use super::recover::resolve;
-use crate::catalog::{table_updates, RemoteCatalog, Swap};
+use crate::catalog::{pinned, table_updates, RemoteCatalog, Swap};
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
 use crate::records::{control_name, control_table, run_records, RunRecord};
@@ -119,6 +119,8 @@ async fn write_metadata_files(
     for change in &publication.changes {
         let (base_location, base, new) = versions_of(remote, change).await?;
         let file = written_if_taken(remote, &base_location, &new).await?;
+        // The branch the publish pins: `main`, or the environment's (the first one moved).
+        let branch = pinned(&base, &new)?.remove(0);
         let updates = match remote.takes_metadata_files() {
             true => None,
             false => Some(table_updates(&base, &new)?.1),
@@ -126,8 +128,9 @@ async fn write_metadata_files(
         entries.push(IntentEntry {
             table: change.table.to_string(),
             from_location: base_location,
-            from_snapshot: base.current_snapshot_id(),
-            to_snapshot: new.current_snapshot_id(),
+            from_snapshot: branch.from,
+            to_snapshot: branch.to,
+            branch: Some(branch.branch).filter(|b| b != MAIN_BRANCH),
             metadata_file: file,
             updates,
         });

@@ -14,7 +14,7 @@
 use iceberg::spec::{SnapshotReference, SnapshotRetention, TableMetadata, MAIN_BRANCH};
 
 use super::intent::{finish, intent_of, run_of, write_next, written_if_taken, Intent, IntentEntry};
-use crate::catalog::{PipelineCatalog, RemoteCatalog, Swap};
+use crate::catalog::{head, moved_branches, PipelineCatalog, RemoteCatalog, Swap};
 use crate::error::{Error, Result};
 use crate::records::control_name;
 use crate::spec::TableName;
@@ -130,15 +130,16 @@ async fn position(remote: &RemoteCatalog, entry: &IntentEntry) -> Result<(TableN
         ))
     })?;
     let now = remote.current(&table).await?;
+    let branch = entry.branch.as_deref().unwrap_or(MAIN_BRANCH);
     let now = now
         .as_ref()
-        .map(|c| (c.location.as_str(), c.metadata.current_snapshot_id()));
+        .map(|c| (c.location.as_str(), head(&c.metadata, branch)));
     Ok((table, position_of(entry, now, remote.kind == "rest")))
 }
 
-/// The version that undoes a move from `old` to `target`: `target` with `main`, the current
-/// schema and the default partition spec back where `old` had them, and the snapshots the
-/// move added removed. Snapshots the move expired stay expired (a REST server cannot take
+/// The version that undoes a move from `old` to `target`: `target` with every branch, the
+/// current schema and the default partition spec back where `old` had them, and the snapshots
+/// the move added removed. Snapshots the move expired stay expired (a REST server cannot take
 /// them back); their file ledger lives on in `target`'s checkpoint, which is kept, so no
 /// source file is ever loaded twice after the undo.
 fn moved_back(
@@ -156,13 +157,15 @@ fn moved_back(
         .into_builder(Some(target_location.to_string()))
         .set_current_schema(old.current_schema_id())?
         .set_default_partition_spec(old.default_partition_spec_id())?;
-    builder = match old.current_snapshot_id() {
-        Some(id) => builder.set_ref(
-            MAIN_BRANCH,
-            SnapshotReference::new(id, SnapshotRetention::branch(None, None, None)),
-        )?,
-        None => builder.remove_ref(MAIN_BRANCH),
-    };
+    for moved in moved_branches(old, target)? {
+        builder = match moved.from {
+            Some(id) => builder.set_ref(
+                &moved.branch,
+                SnapshotReference::new(id, SnapshotRetention::branch(None, None, None)),
+            )?,
+            None => builder.remove_ref(&moved.branch),
+        };
+    }
     Ok(builder.remove_snapshots(&added).build()?.metadata)
 }
 
@@ -346,6 +349,7 @@ mod tests {
             table: "silver.orders".into(),
             from_location: BASE.into(),
             from_snapshot: Some(1),
+            branch: None,
             to_snapshot: Some(2),
             metadata_file: TARGET.into(),
             updates: None,

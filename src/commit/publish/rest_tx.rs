@@ -10,7 +10,7 @@ use iceberg::spec::TableMetadata;
 use super::intent::{intent_of, refuse_a_served_tick, stage_control};
 use super::publication::{locations, versions_of, Publication, PublishOutcome, Publisher};
 use super::recover::resolve;
-use crate::catalog::{Committed, Current, MultiTableCommit, RemoteCatalog, TableMove};
+use crate::catalog::{moved_since, Committed, Current, MultiTableCommit, RemoteCatalog, TableMove};
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
 use crate::records::{control_name, control_table, RunRecord};
@@ -72,15 +72,11 @@ impl Publisher for TransactionPublisher {
                         "the catalog rejected the multi-table commit, changing no table: {message}"
                     );
                     let mut conflicts = Vec::new();
-                    for (index, (change, (base, _))) in
+                    for (index, (change, (base, new))) in
                         publication.changes.iter().zip(&versions).enumerate()
                     {
                         let now = remote.current(&change.table).await?;
-                        let moved = now.is_none_or(|c| {
-                            c.metadata.current_snapshot_id() != base.current_snapshot_id()
-                                || c.metadata.uuid() != base.uuid()
-                        });
-                        if moved {
+                        if moved_since(now.as_ref().map(|c| &c.metadata), base, new)? {
                             conflicts.push(index);
                         }
                     }
