@@ -318,6 +318,9 @@ pub enum Command {
         /// table).
         #[arg(long)]
         pipeline: Option<String>,
+        /// Change the table's branch of environment NAME (`run --env NAME`), not `main`.
+        #[arg(long, value_name = "NAME")]
+        env: Option<String>,
     },
     /// Erase one subject (a customer) from every table of a pipeline that holds it,
     /// copy-on-write, in one atomic publish recorded as an `erase` run:
@@ -341,6 +344,10 @@ pub enum Command {
         /// Only list the tables, rows and files it would rewrite.
         #[arg(long)]
         plan: bool,
+        /// With --plan: what it would find in environment NAME (each table's branch NAME, or
+        /// `main` where the environment did not change it). An erase itself is on `main`.
+        #[arg(long, value_name = "NAME", requires = "plan")]
+        env: Option<String>,
         /// Why: recorded in the run record (required to erase).
         #[arg(long)]
         reason: Option<String>,

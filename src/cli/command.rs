@@ -63,7 +63,8 @@ pub async fn execute(cli: Cli) -> Result<()> {
             statement,
             reason,
             pipeline,
-        } => change_rows(&cx, statement, reason, pipeline).await,
+            env,
+        } => change_rows(&cx, statement, reason, pipeline, env).await,
         Command::Erase {
             pipeline,
             condition,
@@ -71,11 +72,13 @@ pub async fn execute(cli: Cli) -> Result<()> {
             reason,
             purge,
             rewrite_sources,
+            env,
         } => {
             let how = EraseFlags {
                 plan: *plan,
                 purge: *purge,
                 rewrite_sources: *rewrite_sources,
+                env: env.clone(),
             };
             erase(&cx, pipeline, condition, reason, how).await
         }
@@ -369,6 +372,7 @@ async fn change_rows(
     statement: &str,
     reason: &Option<String>,
     pipeline: &Option<String>,
+    env: &Option<String>,
 ) -> Result<()> {
     let parsed = crate::dml::parse_row_change(statement)?;
     let name = match pipeline {
@@ -379,6 +383,7 @@ async fn change_rows(
     // spec file is called.
     let spec = cx.load(&name)?;
     let catalog = PipelineCatalog::connect(&spec.catalog).await?;
+    let catalog = catalog.in_env(env.clone())?;
     let change = crate::dml::change_rows(
         &catalog,
         &spec.name,
@@ -391,11 +396,13 @@ async fn change_rows(
     Ok(())
 }
 
-/// How `pipeline erase` goes about it: `--plan`, `--purge`, `--rewrite-sources`.
+/// How `pipeline erase` goes about it: `--plan`, `--purge`, `--rewrite-sources`, `--env`
+/// (a plan only).
 struct EraseFlags {
     plan: bool,
     purge: bool,
     rewrite_sources: bool,
+    env: Option<String>,
 }
 
 /// `pipeline erase`: the rows matching `condition` erased (or, with `--plan`, what would
@@ -413,7 +420,8 @@ async fn erase(
                 .into(),
         ));
     }
-    let spec = cx.load(pipeline)?;
+    let mut spec = cx.load(pipeline)?;
+    spec.env = how.env.filter(|_| how.plan);
     let request = crate::erase::EraseRequest {
         condition: condition.to_string(),
         plan_only: how.plan,

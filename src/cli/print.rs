@@ -452,15 +452,27 @@ pub fn row_change(table: &crate::spec::TableName, change: &crate::dml::RowChange
         None => say!("no row of {table} matches: nothing was changed"),
         Some(record) => {
             say!(
-            "run {}: {} {} rows of {table}, rewriting {} of its {} data files ({} bytes); undo: {}",
-            record.run_id,
-            if change.statement == "delete" { "deleted" } else { "updated" },
-            change.rows,
-            change.files_rewritten,
-            change.files_in_table,
-            change.bytes_rewritten,
-            record.undo
-        )
+                "run {}: {} {} rows of {table}{}, rewriting {} of its {} data files ({} bytes); {}",
+                record.run_id,
+                if change.statement == "delete" {
+                    "deleted"
+                } else {
+                    "updated"
+                },
+                change.rows,
+                record
+                    .env
+                    .as_ref()
+                    .map(|e| format!(" in environment {e}"))
+                    .unwrap_or_default(),
+                change.files_rewritten,
+                change.files_in_table,
+                change.bytes_rewritten,
+                match &record.env {
+                    Some(_) => "main did not move".to_string(),
+                    None => format!("undo: {}", record.undo),
+                }
+            )
         }
     }
 }

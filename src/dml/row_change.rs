@@ -124,6 +124,15 @@ impl<'a> TableOperation<'a> for RowChangeOperation<'a> {
         Identity::new(RunKind::Sql, self.pipeline, self.invocation)
     }
 
+    /// In an environment the table's branch moves: there is nothing on main to undo.
+    fn describe(&self, mut record: RunRecord, _staged: &Changed) -> RunRecord {
+        record.env = self.catalog.env().map(str::to_string);
+        if record.env.is_some() {
+            record.undo.clear();
+        }
+        record
+    }
+
     async fn stage(
         &mut self,
         opened: &Opened<'a>,
@@ -163,7 +172,7 @@ impl<'a> TableOperation<'a> for RowChangeOperation<'a> {
 
     async fn publication(
         &mut self,
-        _catalog: &PipelineCatalog,
+        catalog: &PipelineCatalog,
         staged: &mut Changed,
         record: RunRecord,
     ) -> Result<Option<Publication>> {
@@ -172,7 +181,7 @@ impl<'a> TableOperation<'a> for RowChangeOperation<'a> {
             .take()
             .ok_or_else(|| Error::Internal("a row change published twice".into()))?;
         Ok(Some(Publication {
-            changes: vec![TableChange::publish(table, None)?],
+            changes: vec![TableChange::publish(table, catalog.env())?],
             record: Some(record.with_tables(vec![staged.entry.clone()])),
         }))
     }

@@ -357,3 +357,62 @@ fn a_column_added_in_an_environment_is_not_seen_on_main_until_published() {
     assert_eq!(columns(&p, "silver.customers").len(), before.len() + 1);
     assert_eq!(p.query(sql), on_dev);
 }
+
+/// The rows an erase plan would take out of `table` (0 when it holds none).
+fn erase_rows(plan: &Value, table: &str) -> u64 {
+    plan["erase"]["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"] == table)
+        .map(|t| t["rows"].as_u64().unwrap())
+        .unwrap_or(0)
+}
+
+/// `pipeline sql --env dev` changes the table's branch `dev` only (recorded with its
+/// environment, nothing on main to undo); `erase --plan --env dev` plans on what the
+/// environment holds; an erase itself is on main only.
+#[test]
+fn a_row_change_and_an_erase_plan_in_an_environment() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    let before = main_snapshots(&p);
+    let count = "SELECT count(*) FROM silver.customers";
+    let customers: u64 = p.query(count)[0][0].as_deref().unwrap().parse().unwrap();
+    let delete = "DELETE FROM silver.customers WHERE customer_id = 2";
+    let changed = p.json(&["sql", delete, "--env", "dev", "--reason", "try"]);
+    assert_eq!(changed["rows"], 1, "{changed}");
+    assert_eq!(changed["record"]["env"], "dev", "{changed}");
+    assert_eq!(changed["record"]["undo"], "", "{changed}");
+    assert_eq!(main_snapshots(&p), before);
+    assert_eq!(p.query(count)[0][0], Some(customers.to_string()));
+    let on_dev = p.query_result(&["query", count, "--env", "dev"]).1;
+    assert_eq!(on_dev[0][0], Some((customers - 1).to_string()));
+    let (code, message) = p.fails(&["rollback", changed["record"]["run_id"].as_str().unwrap()]);
+    assert_eq!(code, 2, "{message}");
+
+    let erase = ["erase", "retail", "--where", "customer_id = 2", "--plan"];
+    let on_main = p.json(&erase);
+    assert_eq!(erase_rows(&on_main, "silver.customers"), 1, "{on_main}");
+    let mut in_dev = erase.to_vec();
+    in_dev.extend(["--env", "dev"]);
+    let planned = p.json(&in_dev);
+    assert_eq!(erase_rows(&planned, "silver.customers"), 0, "{planned}");
+    assert_eq!(
+        erase_rows(&planned, "bronze.customers"),
+        erase_rows(&on_main, "bronze.customers")
+    );
+    let (code, message) = p.fails(&[
+        "erase",
+        "retail",
+        "--where",
+        "customer_id = 2",
+        "--env",
+        "dev",
+        "--reason",
+        "x",
+    ]);
+    assert_eq!(code, 2, "{message}");
+    assert!(message.contains("--plan"), "{message}");
+    assert_eq!(main_snapshots(&p), before);
+}
