@@ -5,11 +5,12 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::args::{Cli, Command, EnvAction, RunArgs, SelectArg};
+mod env_command;
+
+use super::args::{Cli, Command, RunArgs, SelectArg};
 use super::cluster;
 use super::maintain;
 use super::print;
-use super::print_env;
 use super::print_plan;
 use super::print_runs;
 use super::progress::Progress;
@@ -110,7 +111,7 @@ async fn read_or_serve(cx: &Context<'_>, command: &Command) -> Result<()> {
             fail_on_breaking,
         } => plan(cx, pipeline, *fail_on_breaking).await,
         Command::Test { pipeline, select } => model_tests(cx, pipeline, select).await,
-        Command::Env { action } => environments(cx, action).await,
+        Command::Env { action } => env_command::environments(cx, action).await,
         Command::Validate { pipeline } => {
             let spec = cx.load(pipeline)?;
             let validated = validate(&spec).await?;
@@ -468,51 +469,6 @@ async fn plan(cx: &Context<'_>, pipeline: &str, fail_on_breaking: bool) -> Resul
     let count = plan.breaking();
     if fail_on_breaking && count > 0 {
         return Err(Error::Breaking { count });
-    }
-    Ok(())
-}
-
-/// `pipeline env list|drop`.
-async fn environments(cx: &Context<'_>, action: &EnvAction) -> Result<()> {
-    let name = match action {
-        EnvAction::List { pipeline }
-        | EnvAction::Drop { pipeline, .. }
-        | EnvAction::Publish { pipeline, .. }
-        | EnvAction::Diff { pipeline, .. } => pipeline,
-    };
-    let spec = cx.load(name)?;
-    let catalog = PipelineCatalog::connect(&spec.catalog).await?;
-    match action {
-        EnvAction::List { .. } => {
-            print_env::list(&crate::env::list_envs(&catalog, &spec).await?, cx.cli.json)
-        }
-        EnvAction::Drop { name, reason, .. } => {
-            let observer = Arc::new(Progress::stderr());
-            let invocation = cx.invocation(reason);
-            let done = crate::env::drop_env(&catalog, &spec, name, &invocation, observer).await?;
-            print_env::dropped(&done, cx.cli.json);
-        }
-        EnvAction::Diff { name, tables, .. } => {
-            let tables = tables
-                .iter()
-                .map(|t| table_arg(t))
-                .collect::<Result<Vec<_>>>()?;
-            let diffs = crate::env::diff_env(&catalog, &spec, name, &tables).await?;
-            print_env::diff(&diffs, name, cx.cli.json);
-            let differ = diffs.iter().filter(|d| d.differs()).count();
-            if differ > 0 {
-                return Err(Error::Failed(format!(
-                    "{differ} table(s) differ between main and environment {name}"
-                )));
-            }
-        }
-        EnvAction::Publish { name, reason, .. } => {
-            let observer = Arc::new(Progress::stderr());
-            let invocation = cx.invocation(reason);
-            let done =
-                crate::env::publish_env(&catalog, &spec, name, &invocation, observer).await?;
-            print_env::published(&done, cx.cli.json);
-        }
     }
     Ok(())
 }

@@ -69,17 +69,27 @@ pub fn diff(diffs: &[TableDiff], env: &str, as_json: bool) {
         return;
     }
     for d in differ {
+        let changed = match d.key.is_empty() {
+            true => String::new(),
+            false => format!(", {} changed (by {})", d.changed, d.key.join(", ")),
+        };
         say!(
-            "{}: {} rows on main, {} in {env}; {} added, {} removed",
+            "{}: {} rows on main, {} in {env}; {} added, {} removed{changed}",
             d.table,
             d.main_rows,
             d.env_rows,
             d.added,
             d.removed
         );
+        say!(
+            "  read {} data file(s) one side alone has; {} both have were not read",
+            d.files_read,
+            d.files_skipped
+        );
         for change in &d.schema {
             say!("  schema: {change}");
         }
+        diff_details(d);
         for (what, rows) in [("added", &d.sample_added), ("removed", &d.sample_removed)] {
             if rows.is_empty() {
                 continue;
@@ -93,5 +103,51 @@ pub fn diff(diffs: &[TableDiff], env: &str, as_json: bool) {
                 say!("    {line}");
             }
         }
+    }
+}
+
+/// The partitions and changed columns of one table's diff, and samples of changed rows.
+fn diff_details(d: &TableDiff) {
+    if d.partitions.len() > 1 || d.partitions.iter().any(|p| !p.partition.is_empty()) {
+        for p in &d.partitions {
+            say!(
+                "  {}: {} added, {} removed, {} changed",
+                p.partition,
+                p.counts.added,
+                p.counts.removed,
+                p.counts.changed
+            );
+        }
+    }
+    if !d.changed_columns.is_empty() {
+        let columns: Vec<String> = d
+            .changed_columns
+            .iter()
+            .map(|(c, n)| format!("{c} ({n})"))
+            .collect();
+        say!("  changed columns: {}", columns.join(", "));
+    }
+    if !d.sample_changed.is_empty() {
+        say!("  changed (first {}):", d.sample_changed.len());
+    }
+    for row in &d.sample_changed {
+        let key: Vec<&str> = row
+            .key
+            .iter()
+            .map(|v| v.as_deref().unwrap_or("NULL"))
+            .collect();
+        let changes: Vec<String> = row
+            .changes
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}: {} -> {}",
+                    c.column,
+                    c.main.as_deref().unwrap_or("NULL"),
+                    c.env.as_deref().unwrap_or("NULL")
+                )
+            })
+            .collect();
+        say!("    {}  {}", key.join(", "), changes.join("; "));
     }
 }

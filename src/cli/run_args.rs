@@ -78,8 +78,7 @@ pub struct EnvArg {
     /// Write every table the run changes to its Iceberg branch NAME instead of `main`
     /// (created from `main`'s current snapshot, zero copy; tables the run leaves alone are
     /// read from their branch NAME where they have one, else from `main`). Readers of `main`
-    /// see nothing; PyIceberg, Spark and Trino read the branch by name. On the embedded
-    /// catalog for now.
+    /// see nothing; PyIceberg, Spark and Trino read the branch by name. On every catalog.
     #[arg(long, value_name = "NAME")]
     pub env: Option<String>,
 }
@@ -91,14 +90,25 @@ pub enum EnvAction {
     /// its branch and each branch's head snapshot.
     List { pipeline: String },
     /// Compare environment NAME with main, table by table: schema changes (by field id), row
-    /// counts, and the rows only one side has (over the columns both have), with samples.
-    /// Exit status 1 when anything differs (for CI), 0 when nothing does. Writes nothing.
+    /// counts, and the rows that differ (over the columns both have): added, removed and,
+    /// paired by the table's key, changed (with the columns that changed), per partition,
+    /// with samples. Only the data files one side alone has are read. Exit status 1 when
+    /// anything differs (for CI), 0 when nothing does. Writes nothing.
+    ///
+    /// A table's key is its first `unique` expectation, or --key:
+    ///   pipeline env diff retail dev --key silver.customers:customer_id
+    ///   pipeline env diff retail dev --tables gold.fact_orders --key order_id+line
+    #[command(verbatim_doc_comment)]
     Diff {
         pipeline: String,
         name: String,
         /// Only these tables (comma-separated).
         #[arg(long, value_delimiter = ',', value_name = "TABLES")]
         tables: Vec<String>,
+        /// Pair rows by these columns (`a+b`), for one table (`TABLE:a+b`) or every table;
+        /// repeatable.
+        #[arg(long, value_name = "[TABLE:]COLUMNS")]
+        key: Vec<String>,
     },
     /// Publish environment NAME: `main` of every table it changed fast-forwards to the
     /// table's branch NAME, all tables in one atomic publish, recorded; `pipeline rollback

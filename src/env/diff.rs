@@ -1,23 +1,32 @@
 //! `pipeline env diff PIPELINE NAME`: per table an environment changed, what differs from
-//! `main`: schema changes by field id, row counts, and the rows only one side has (a
-//! multiset difference over the columns both have), with a few samples of each.
+//! `main`: schema changes by field id, row counts, and the rows that differ, over the columns
+//! both have: added, removed and (paired by the table's key) changed, with the columns that
+//! changed, per partition, with a few samples of each. Only the data files one side has and
+//! the other has not are read (see `diff_scan`): a partition the environment did not touch
+//! costs nothing.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 
-use futures::TryStreamExt;
 use iceberg::spec::{Schema, TableMetadata};
 use iceberg::table::Table;
 use serde::Serialize;
 
+use super::diff_rows::{row_diff, ChangedRow, PartitionCounts};
+use super::diff_scan::{files_table, planned, split};
 use crate::catalog::{env, PipelineCatalog};
 use crate::commit::summary::total_records;
-use crate::engine::{admit, new_session, plan, register_table, table_provider, Entry};
+use crate::engine::{new_session, register_table};
 use crate::error::{Error, Result};
-use crate::output::batches_to_rows;
-use crate::spec::{quote_ident, Pipeline, TableName};
+use crate::spec::{Check, Pipeline, TableName};
 
-/// Rows shown of each side.
-const SAMPLES: usize = 5;
+/// One partition's differences.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionDiff {
+    /// `field=value/...` (empty for an unpartitioned table).
+    pub partition: String,
+    #[serde(flatten)]
+    pub counts: PartitionCounts,
+}
 
 /// What differs in one table between `main` and the environment's branch.
 #[derive(Debug, Clone, Serialize)]
@@ -29,12 +38,26 @@ pub struct TableDiff {
     pub schema: Vec<String>,
     pub main_rows: u64,
     pub env_rows: u64,
-    /// Rows the environment has that `main` has not (counted with duplicates), and samples.
+    /// The columns rows are paired by (its `unique` expectation, or `--key`); empty: none,
+    /// rows are only added or removed.
+    pub key: Vec<String>,
+    /// Rows the environment has that `main` has not (counted with duplicates; with a key:
+    /// keys only the environment has), and samples.
     pub added: u64,
     pub sample_added: Vec<Vec<Option<String>>>,
     /// Rows `main` has that the environment has not.
     pub removed: u64,
     pub sample_removed: Vec<Vec<Option<String>>>,
+    /// With a key: keys on both sides whose rows differ, per column how many differ there,
+    /// and samples (the key, each changed column on main and in the environment).
+    pub changed: u64,
+    pub changed_columns: BTreeMap<String, u64>,
+    pub sample_changed: Vec<ChangedRow>,
+    /// The partitions where rows differ, with their counts.
+    pub partitions: Vec<PartitionDiff>,
+    /// Data files read (those one side alone has), and files both have (not read).
+    pub files_read: usize,
+    pub files_skipped: usize,
     /// The columns compared (those both sides have, by name).
     pub columns: Vec<String>,
 }
@@ -42,8 +65,30 @@ pub struct TableDiff {
 impl TableDiff {
     /// Whether the two sides differ.
     pub fn differs(&self) -> bool {
-        !self.schema.is_empty() || self.added > 0 || self.removed > 0
+        !self.schema.is_empty() || self.added > 0 || self.removed > 0 || self.changed > 0
     }
+}
+
+/// The key a table's rows are paired by: `keys` given for it (`--key`, as
+/// `table:col+col` or, for every table, `col+col`), else its first `unique` expectation.
+fn key_of(pipeline: &Pipeline, table: &TableName, keys: &[String]) -> Vec<String> {
+    let split = |k: &str| k.split('+').map(|c| c.trim().to_string()).collect();
+    let prefix = format!("{table}:");
+    if let Some(k) = keys.iter().find_map(|k| k.strip_prefix(&prefix)) {
+        return split(k);
+    }
+    if let Some(k) = keys.iter().find(|k| !k.contains(':')) {
+        return split(k);
+    }
+    pipeline
+        .expectations
+        .iter()
+        .filter(|e| &e.table == table)
+        .find_map(|e| match &e.check {
+            Check::Unique { columns } => Some(columns.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 /// The differences of every table of `pipeline` whose branch `name` is not `main` (only
@@ -53,6 +98,7 @@ pub async fn diff_env(
     pipeline: &Pipeline,
     name: &str,
     tables: &[TableName],
+    keys: &[String],
 ) -> Result<Vec<TableDiff>> {
     let mut out = Vec::new();
     let mut found = false;
@@ -69,7 +115,8 @@ pub async fn diff_env(
         };
         found = true;
         if loaded.metadata().current_snapshot_id() != Some(head) {
-            out.push(table_diff(&table, loaded, head).await?);
+            let key = key_of(pipeline, &table, keys);
+            out.push(table_diff(&table, loaded, head, key).await?);
         }
     }
     if !found {
@@ -118,8 +165,14 @@ fn schema_changes(main: Option<&Schema>, env: &Schema) -> Vec<String> {
     out
 }
 
-/// The difference of one table between `main` and snapshot `head`.
-async fn table_diff(name: &TableName, table: Table, head: i64) -> Result<TableDiff> {
+/// The difference of one table between `main` and snapshot `head`, rows paired by `key`
+/// (when both sides have its columns).
+async fn table_diff(
+    name: &TableName,
+    table: Table,
+    head: i64,
+    key: Vec<String>,
+) -> Result<TableDiff> {
     let metadata = table.metadata();
     let main = metadata.current_snapshot_id();
     let env_schema = schema_at(metadata, Some(head))
@@ -132,6 +185,12 @@ async fn table_diff(name: &TableName, table: Table, head: i64) -> Result<TableDi
         .filter(|f| main_schema.is_some_and(|m| m.field_by_name(&f.name).is_some()))
         .map(|f| f.name.clone())
         .collect();
+    if let Some(missing) = key.iter().find(|k| !columns.contains(k)) {
+        return Err(Error::Usage(format!(
+            "--key: key column `{missing}` of table {name} is not a column both main and the environment have; columns: {}",
+            columns.join(", ")
+        )));
+    }
     let mut diff = TableDiff {
         table: name.to_string(),
         main_snapshot: main,
@@ -139,53 +198,64 @@ async fn table_diff(name: &TableName, table: Table, head: i64) -> Result<TableDi
         schema: schema_changes(main_schema, env_schema),
         main_rows: main.map_or(0, |id| total_records(metadata.snapshot_by_id(id))),
         env_rows: total_records(metadata.snapshot_by_id(head)),
+        key,
         added: 0,
         sample_added: Vec::new(),
         removed: 0,
         sample_removed: Vec::new(),
+        changed: 0,
+        changed_columns: BTreeMap::new(),
+        sample_changed: Vec::new(),
+        partitions: Vec::new(),
+        files_read: 0,
+        files_skipped: 0,
         columns: columns.clone(),
     };
-    let Some(main) = main else {
-        diff.added = diff.env_rows;
-        return Ok(diff);
-    };
-    let session = new_session();
-    let side = |n: &str| TableName::parse(&format!("diff.{n}")).expect("a table name");
-    let provider = |id| table_provider(table.clone(), Some(id));
-    register_table(&session, &side("base"), provider(main).await?)?;
-    register_table(&session, &side("branch"), provider(head).await?)?;
-    let cols: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
-    let only = |a: &str, b: &str| {
-        format!(
-            "SELECT {0} FROM diff.{a} EXCEPT ALL SELECT {0} FROM diff.{b}",
-            cols.join(", ")
-        )
-    };
-    (diff.added, diff.sample_added) = side_rows(&session, &only("branch", "base")).await?;
-    (diff.removed, diff.sample_removed) = side_rows(&session, &only("base", "branch")).await?;
+    match main {
+        Some(main) if !columns.is_empty() => {
+            compare_rows(&mut diff, &table, main, head).await?;
+        }
+        _ => diff.added = diff.env_rows,
+    }
     Ok(diff)
 }
 
-/// How many rows `sql` returns, and the first few: one pass over its stream, nothing kept
-/// but the samples.
-async fn side_rows(
-    session: &datafusion::prelude::SessionContext,
-    sql: &str,
-) -> Result<(u64, Vec<Vec<Option<String>>>)> {
-    let admitted = admit(sql, Entry::Query).map_err(|r| Error::Internal(r.message))?;
-    let logical = plan(&session.state(), admitted)
-        .await
-        .map_err(|r| Error::Internal(r.message))?;
-    let frame = session.execute_logical_plan(logical).await?;
-    let schema = Arc::new(frame.schema().as_arrow().clone());
-    let mut stream = frame.execute_stream().await?;
-    let (mut count, mut samples) = (0u64, Vec::new());
-    while let Some(batch) = stream.try_next().await? {
-        let wanted = SAMPLES.saturating_sub(samples.len()).min(batch.num_rows());
-        if wanted > 0 {
-            samples.extend(batches_to_rows(&schema, &[batch.slice(0, wanted)])?.rows);
-        }
-        count += batch.num_rows() as u64;
+/// Fills in the rows that differ between snapshots `main` and `head`, reading only the
+/// files one of them alone has.
+async fn compare_rows(diff: &mut TableDiff, table: &Table, main: i64, head: i64) -> Result<()> {
+    let columns = diff.columns.clone();
+    let main_files = planned(table, main, &columns).await?;
+    let env_files = planned(table, head, &columns).await?;
+    let (main_only, env_only, shared) = split(main_files, env_files);
+    diff.files_skipped = shared;
+    diff.files_read = main_only.len() + env_only.len();
+    if diff.files_read == 0 {
+        return Ok(());
     }
-    Ok((count, samples))
+    let session = new_session();
+    let side = |n: &str| TableName::parse(&format!("diff.{n}")).expect("a table name");
+    register_table(
+        &session,
+        &side("base"),
+        files_table(table, main, &columns, main_only)?,
+    )?;
+    register_table(
+        &session,
+        &side("branch"),
+        files_table(table, head, &columns, env_only)?,
+    )?;
+    let rows = row_diff(&session, &columns, &diff.key).await?;
+    diff.added = rows.added;
+    diff.removed = rows.removed;
+    diff.changed = rows.changed;
+    diff.sample_added = rows.sample_added;
+    diff.sample_removed = rows.sample_removed;
+    diff.sample_changed = rows.sample_changed;
+    diff.changed_columns = rows.changed_columns;
+    diff.partitions = rows
+        .partitions
+        .into_iter()
+        .map(|(partition, counts)| PartitionDiff { partition, counts })
+        .collect();
+    Ok(())
 }

@@ -3,6 +3,8 @@
 //! ([`publish`]) and dropping one ([`drop`]), both on one operation ([`operation`]).
 
 mod diff;
+mod diff_rows;
+mod diff_scan;
 mod drop;
 mod list;
 mod operation;

@@ -302,14 +302,18 @@ fn a_purge_is_refused_while_an_environment_still_holds_the_rows() {
     );
 }
 
-/// The names of `table`'s columns, as `describe` (the table's current schema) gives them.
-fn columns(p: &Project, table: &str) -> Vec<String> {
-    p.json(&["describe", table])["columns"]
-        .as_array()
+/// `field` of every element of `list`, as strings.
+fn each(list: &Value, field: &str) -> Vec<String> {
+    list.as_array()
         .unwrap()
         .iter()
-        .map(|c| c["name"].as_str().unwrap().to_string())
+        .map(|c| c[field].as_str().unwrap().to_string())
         .collect()
+}
+
+/// The names of `table`'s columns, as `describe` (the table's current schema) gives them.
+fn columns(p: &Project, table: &str) -> Vec<String> {
+    each(&p.json(&["describe", table])["columns"], "name")
 }
 
 /// A schema is the table's, not a branch's: a column an environment adds is not seen by
@@ -415,4 +419,102 @@ fn a_row_change_and_an_erase_plan_in_an_environment() {
     assert_eq!(code, 2, "{message}");
     assert!(message.contains("--plan"), "{message}");
     assert_eq!(main_snapshots(&p), before);
+}
+
+/// The table's data files on main, with their partitions.
+fn files_by_partition(p: &Project, table: &str) -> Vec<String> {
+    each(&p.json(&["files", table]), "partition")
+}
+
+/// One order changed in an environment: `env diff` pairs rows by the table's key (its
+/// `unique` expectation, or `--key`), names the changed row and column with both values,
+/// counts per partition, and reads only the files one side alone has (the other months'
+/// files are shared and skipped). Without a key the same change is one row added and one
+/// removed. A key column the table lacks is refused with the columns it has.
+#[test]
+fn env_diff_pairs_rows_by_key_per_partition_reading_only_what_changed() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    let order = p.query("SELECT quantity, order_date FROM silver.orders WHERE order_id = 1017");
+    let quantity: i64 = order[0][0].as_deref().unwrap().parse().unwrap();
+    let month = &order[0][1].as_deref().unwrap()[..7];
+    let partition = format!("order_date_month={month}");
+    let update = "UPDATE silver.orders SET quantity = quantity + 1 WHERE order_id = 1017";
+    p.json(&["sql", update, "--env", "dev"]);
+    p.json(&["run", "retail", "--env", "dev"]);
+
+    let tables = "silver.orders,gold.fact_orders";
+    let diff = p.json_failing(&[
+        "env",
+        "diff",
+        "retail",
+        "dev",
+        "--tables",
+        tables,
+        "--key",
+        "gold.fact_orders:order_id",
+    ]);
+    for t in diff.as_array().unwrap() {
+        let name = t["table"].as_str().unwrap();
+        assert_eq!(t["key"], serde_json::json!(["order_id"]), "{t}");
+        assert_eq!(
+            (&t["added"], &t["removed"], &t["changed"]),
+            (&0.into(), &0.into(), &1.into()),
+            "{t}"
+        );
+        assert_eq!(
+            t["changed_columns"],
+            serde_json::json!({"quantity": 1}),
+            "{t}"
+        );
+        let sample = &t["sample_changed"][0];
+        assert_eq!(sample["key"], serde_json::json!(["1017"]), "{t}");
+        assert_eq!(
+            sample["changes"],
+            serde_json::json!([{"column": "quantity", "main": quantity.to_string(), "env": (quantity + 1).to_string()}]),
+            "{t}"
+        );
+        assert_eq!(
+            t["partitions"],
+            serde_json::json!([{"partition": partition, "added": 0, "removed": 0, "changed": 1}]),
+            "{t}"
+        );
+        let files = files_by_partition(&p, name);
+        let in_month = files.iter().filter(|f| **f == partition).count();
+        assert_eq!(
+            t["files_skipped"].as_u64(),
+            Some((files.len() - in_month) as u64),
+            "{t}"
+        );
+        assert!(t["files_skipped"].as_u64().unwrap() >= 2, "{t}");
+        assert_eq!(t["files_read"].as_u64(), Some(2 * in_month as u64), "{t}");
+    }
+
+    let unkeyed = p.json_failing(&[
+        "env",
+        "diff",
+        "retail",
+        "dev",
+        "--tables",
+        "gold.fact_orders",
+    ]);
+    let t = &unkeyed[0];
+    assert_eq!(t["key"], serde_json::json!([]), "{t}");
+    assert_eq!(
+        (&t["added"], &t["removed"], &t["changed"]),
+        (&1.into(), &1.into(), &0.into()),
+        "{t}"
+    );
+
+    let (code, message) = p.fails(&[
+        "env",
+        "diff",
+        "retail",
+        "dev",
+        "--key",
+        "gold.fact_orders:nope",
+    ]);
+    assert_eq!(code, 2, "{message}");
+    assert!(message.contains("key column `nope`"), "{message}");
+    assert!(message.contains("gold.fact_orders"), "{message}");
 }
