@@ -113,9 +113,9 @@ pub enum Command {
     /// Run the pipeline's model tests: rows given for a transform's input tables, and the
     /// rows its SQL must return.
     ///
-    /// Tests are `[[test]]` tables in tests/<PIPELINE>/*.toml. Each runs the transform's real
-    /// SQL in memory on the rows given (an input not given is empty; columns a row leaves out
-    /// are NULL) and compares what it returns, in any order, with `expect` on the columns
+    /// Tests are `[[test]]` tables in the spec file and in tests/<PIPELINE>/*.toml. Each runs
+    /// the transform's real SQL in memory on the rows given (an input not given is empty;
+    /// columns a row leaves out are NULL) and compares what it returns, in any order, with `expect` on the columns
     /// `expect` names. No catalog is read or written. Exit status 1 when any test fails,
     /// with the rows missing and unexpected.
     ///

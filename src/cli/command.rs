@@ -477,7 +477,7 @@ async fn plan(cx: &Context<'_>, pipeline: &str, fail_on_breaking: bool) -> Resul
 /// error when any failed.
 async fn model_tests(cx: &Context<'_>, pipeline: &str, select: &SelectArg) -> Result<()> {
     let spec = cx.load(pipeline)?;
-    let tests = load_model_tests(&spec.project_dir, &spec.name)?;
+    let tests = load_model_tests(&spec.project_dir, &spec.name, &spec.file)?;
     let selectors = Selector::parse_all(&select.select)?;
     let tables: Option<HashSet<TableName>> = match selectors.is_empty() {
         true => None,

@@ -125,3 +125,59 @@ fn bad_test_files_are_refused_with_their_line() {
         "{error}"
     );
 }
+
+/// `[[test]]` sections in the pipeline's spec file run with those of tests/<pipeline>/
+/// (the spec still loads for a run); a failing one, or a bad one, names the spec file's line.
+#[test]
+fn tests_in_the_spec_file_run_with_the_others_and_name_its_lines() {
+    let p = retail_with_tests();
+    let spec = p.path().join("pipelines/retail.toml");
+    let original = std::fs::read_to_string(&spec).unwrap();
+    let test = |revenue: &str| {
+        format!(
+            "\n[[test]]\nname = \"in the spec\"\ntable = \"gold.monthly_revenue\"\n\
+             given.\"gold.fact_orders\" = [\n\
+             \x20 {{ order_id = 1, order_date = \"2026-03-05\", customer_id = 1, amount = \"10.00\", status = \"shipped\" }},\n\
+             \x20 {{ order_id = 2, order_date = \"2026-03-20\", customer_id = 2, amount = \"5.50\", status = \"cancelled\" }},\n\
+             \x20 {{ order_id = 3, order_date = \"2026-03-21\", customer_id = 1, amount = \"2.25\", status = \"delivered\" }},\n\
+             ]\nexpect = [ {{ month = \"2026-03-01\", orders = 2, customers = 1, revenue = \"{revenue}\" }} ]\n"
+        )
+    };
+    std::fs::write(&spec, format!("{original}{}", test("12.25"))).unwrap();
+    let outcomes = p.json(&["test", "retail"]);
+    let outcomes = outcomes.as_array().unwrap();
+    assert_eq!(outcomes.len(), 9, "{outcomes:?}");
+    let ours = outcomes
+        .iter()
+        .find(|o| o["name"] == "in the spec")
+        .unwrap();
+    assert_eq!(ours["passed"], true, "{ours}");
+    p.json(&["validate", "retail"]);
+
+    // 12.25 is right (10.00 + 2.25; the cancelled order left out): 17.75 is not.
+    std::fs::write(&spec, format!("{original}{}", test("17.75"))).unwrap();
+    let line = original.lines().count() + 4;
+    let out = p.run(&["test", "retail", "--select", "gold.monthly_revenue"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "FAIL gold.monthly_revenue: in the spec (pipelines/retail.toml:{line})"
+        )),
+        "{stdout}"
+    );
+    std::fs::write(
+        &spec,
+        format!("{original}\n[[test]]\ntable = \"gold.monthly_revenue\"\nexpected = []\n"),
+    )
+    .unwrap();
+    let (code, message) = p.fails(&["test", "retail"]);
+    assert_eq!(code, 2, "{message}");
+    assert!(
+        message.contains(&format!(
+            "pipelines/retail.toml:{}",
+            original.lines().count() + 4
+        )),
+        "{message}"
+    );
+}

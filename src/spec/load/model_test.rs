@@ -1,5 +1,6 @@
-//! `tests/<pipeline>/*.toml` -> [`ModelTest`]s: rows inline (a TOML array of tables) or in a
-//! CSV file with a header; errors name the file, line and what is wrong.
+//! `[[test]]` sections of a pipeline's spec file and of `tests/<pipeline>/*.toml` ->
+//! [`ModelTest`]s: rows inline (a TOML array of tables) or in a CSV file with a header; errors
+//! name the file, line and what is wrong.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -37,12 +38,25 @@ enum RawRows {
     Csv { csv: String },
 }
 
-/// The model tests of pipeline `pipeline`: every `[[test]]` of `tests/<pipeline>/*.toml` under
-/// `project_dir`, files in name order. No folder: no tests.
-pub fn load_model_tests(project_dir: &Path, pipeline: &str) -> Result<Vec<ModelTest>> {
+/// The `[[test]]` sections of a spec file (its other sections are the spec loader's).
+#[derive(Deserialize)]
+struct SpecTests {
+    #[serde(default)]
+    test: Vec<RawTest>,
+}
+
+/// The model tests of pipeline `pipeline` (spec file `spec_file`): the `[[test]]` sections of
+/// the spec file, then every `[[test]]` of `tests/<pipeline>/*.toml` under `project_dir`,
+/// files in name order.
+pub fn load_model_tests(
+    project_dir: &Path,
+    pipeline: &str,
+    spec_file: &Path,
+) -> Result<Vec<ModelTest>> {
+    let mut tests = spec_tests(project_dir, spec_file)?;
     let dir = project_dir.join("tests").join(pipeline);
     if !dir.is_dir() {
-        return Ok(Vec::new());
+        return Ok(tests);
     }
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .map_err(|e| Error::io(&dir, e))?
@@ -50,11 +64,24 @@ pub fn load_model_tests(project_dir: &Path, pipeline: &str) -> Result<Vec<ModelT
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     files.sort();
-    let mut tests = Vec::new();
     for file in files {
         tests.extend(test_file(project_dir, &file)?);
     }
     Ok(tests)
+}
+
+/// The `[[test]]` sections of the spec file.
+fn spec_tests(project_dir: &Path, file: &Path) -> Result<Vec<ModelTest>> {
+    let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
+    let at = Positions {
+        file: display_path_in(project_dir, file),
+        text: &text,
+    };
+    let raw: SpecTests = at.parse()?;
+    raw.test
+        .iter()
+        .map(|t| model_test(&at, project_dir, t))
+        .collect()
 }
 
 /// The tests of one file.

@@ -24,6 +24,9 @@ pub(super) struct RawSpec {
     pub schedule: Option<RawSchedule>,
     pub maintenance: Option<RawMaintenance>,
     pub engine: Option<RawEngine>,
+    /// Model tests (`[[test]]`), read by `load_model_tests`, not part of the pipeline.
+    #[serde(default, rename = "test")]
+    pub _tests: Vec<toml::Value>,
 }
 
 #[derive(Deserialize)]
