@@ -113,13 +113,19 @@ pub enum EnvAction {
     /// Publish environment NAME: `main` of every table it changed fast-forwards to the
     /// table's branch NAME, all tables in one atomic publish, recorded; `pipeline rollback
     /// RUN` undoes it. Refused, publishing nothing, when `main` of a table moved since the
-    /// branch was made (the tables are named). The branches stay until `env drop`.
+    /// branch was made (the tables are named), unless --rebase. The branches stay until
+    /// `env drop`.
     Publish {
         pipeline: String,
         name: String,
         /// Why (kept in the record).
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
+        /// When `main` moved: start the environment's branches again from `main`, run the
+        /// environment again (the project's SQL as it is now), then publish. Refused when
+        /// row edits made in the environment (`sql --env`) would be lost.
+        #[arg(long)]
+        rebase: bool,
     },
     /// Remove environment NAME: its branch of every table of the pipeline, in one publish,
     /// recorded. `main` does not move; the branch's snapshots and files go with the next

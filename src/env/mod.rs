@@ -9,9 +9,11 @@ mod drop;
 mod list;
 mod operation;
 mod publish;
+mod rebase;
 
 pub use diff::{diff_env, TableDiff};
 pub use drop::drop_env;
 pub use list::{list_envs, EnvSummary};
 pub use operation::EnvChange;
 pub use publish::publish_env;
+pub use rebase::{diverged, refuse_lost_edits};

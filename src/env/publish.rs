@@ -29,7 +29,7 @@ pub async fn publish_env(
 }
 
 /// Whether `head` descends from `main` (or is it): `main` can fast-forward to it.
-fn descends(metadata: &TableMetadata, head: i64, main: Option<i64>) -> bool {
+pub(super) fn descends(metadata: &TableMetadata, head: i64, main: Option<i64>) -> bool {
     let Some(main) = main else {
         return true;
     };
@@ -89,7 +89,7 @@ impl EnvAction for FastForward {
 
     fn refusal(&self, env: &str, pipeline: &str, tables: &[String]) -> Error {
         Error::Failed(format!(
-            "main moved since environment `{env}` was made, in {}: nothing was published; run the environment again on top of main (`pipeline run {pipeline} --env {env}` after `pipeline env drop`), then publish",
+            "main moved since environment `{env}` was made, in {}: nothing was published; `pipeline env publish {pipeline} {env} --rebase` runs the environment again on top of main (from the project's SQL as it is now) and publishes it",
             tables.join(", ")
         ))
     }

@@ -268,7 +268,67 @@ fn an_environment_whose_main_moved_is_not_published() {
     );
     assert!(message.contains("silver.customers"), "{message}");
     assert!(message.contains("nothing was published"), "{message}");
+    assert!(message.contains("--rebase"), "{message}");
     assert_eq!(main_snapshots(&p), before);
+
+    // --rebase: the environment (its SQL in the project again) runs on top of main's new
+    // state, then publishes; main has the environment's rows, built on main's history.
+    let upper = rows(
+        &p,
+        "SELECT DISTINCT country FROM silver.customers ORDER BY 1",
+    );
+    lower_case_countries(&p);
+    let published = p.json(&["env", "publish", "retail", "dev", "--rebase"]);
+    assert_eq!(
+        published["tables"].as_array().unwrap().len(),
+        5,
+        "{published}"
+    );
+    let lower: Vec<Vec<Option<String>>> = upper
+        .iter()
+        .map(|r| vec![r[0].as_ref().map(|c| c.to_lowercase())])
+        .collect();
+    assert_eq!(
+        rows(
+            &p,
+            "SELECT DISTINCT country FROM silver.customers ORDER BY 1"
+        ),
+        lower
+    );
+    let now = main_snapshots(&p);
+    assert_eq!(now["silver.orders"], before["silver.orders"]);
+    assert_ne!(now["silver.customers"], before["silver.customers"]);
+    // The new heads descend from main as it was: the publish was a fast-forward.
+    let history = p.json(&["history", "silver.customers"]);
+    let ids: Vec<i64> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["snapshot_id"].as_i64().unwrap())
+        .collect();
+    assert!(ids.contains(&before["silver.customers"]), "{history}");
+}
+
+/// A row edit made in an environment is not in the SQL: --rebase, which would start the
+/// branches again from main, refuses and changes nothing.
+#[test]
+fn rebase_refuses_to_lose_a_row_edit_made_in_the_environment() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    let delete = "DELETE FROM silver.customers WHERE customer_id = 2";
+    let edit = p.json(&["sql", delete, "--env", "dev"]);
+    p.json(&["run", "retail", "--full-refresh"]);
+    let before = main_snapshots(&p);
+    let heads = p.json(&["env", "list", "retail"]);
+    let (code, message) = p.fails(&["env", "publish", "retail", "dev", "--rebase"]);
+    assert_eq!(code, 1, "{message}");
+    assert!(message.contains("lose its row edits"), "{message}");
+    assert!(
+        message.contains(edit["record"]["run_id"].as_str().unwrap()),
+        "{message}"
+    );
+    assert_eq!(main_snapshots(&p), before);
+    assert_eq!(p.json(&["env", "list", "retail"]), heads);
 }
 
 #[test]

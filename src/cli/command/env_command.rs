@@ -9,6 +9,10 @@ use crate::cli::args::EnvAction;
 use crate::cli::print_env;
 use crate::cli::progress::Progress;
 use crate::error::{Error, Result};
+use crate::records::lock::LockWait;
+use crate::records::Invocation;
+use crate::run::{run_pipeline, RunOptions};
+use crate::spec::Pipeline;
 
 /// `pipeline env list|diff|publish|drop`.
 pub(super) async fn environments(cx: &Context<'_>, action: &EnvAction) -> Result<()> {
@@ -46,13 +50,55 @@ pub(super) async fn environments(cx: &Context<'_>, action: &EnvAction) -> Result
                 )));
             }
         }
-        EnvAction::Publish { name, reason, .. } => {
-            let observer = Arc::new(Progress::stderr());
+        EnvAction::Publish {
+            name,
+            reason,
+            rebase,
+            ..
+        } => {
             let invocation = cx.invocation(reason);
+            if *rebase && !rebase_env(&catalog, &spec, name, &invocation).await? {
+                eprintln!("environment {name}, run again on top of main, holds what main holds: nothing to publish");
+                return Ok(());
+            }
+            let observer = Arc::new(Progress::stderr());
             let done =
                 crate::env::publish_env(&catalog, &spec, name, &invocation, observer).await?;
             print_env::published(&done, cx.cli.json);
         }
     }
     Ok(())
+}
+
+/// `env publish --rebase`, before the publish: when `main` of a table moved since environment
+/// `name` was made, its branches start again from `main` (dropped, recorded) and the
+/// environment is run again; nothing when `main` did not move. Refused, changing nothing, when
+/// row edits made in the environment would be lost. Whether the environment then has
+/// anything to publish.
+async fn rebase_env(
+    catalog: &PipelineCatalog,
+    spec: &Pipeline,
+    name: &str,
+    invocation: &Invocation,
+) -> Result<bool> {
+    let moved = crate::env::diverged(catalog, spec, name).await?;
+    if moved.is_empty() {
+        return Ok(true);
+    }
+    crate::env::refuse_lost_edits(catalog, spec, name).await?;
+    let progress = Arc::new(Progress::stderr());
+    tracing::info!(env = name, tables = %moved.join(", "), "main moved: running the environment again on top of it");
+    crate::env::drop_env(catalog, spec, name, invocation, progress.clone()).await?;
+    let mut in_env = spec.clone();
+    in_env.env = Some(name.to_string());
+    let mut options = RunOptions::new(LockWait(None));
+    options.invocation = invocation.clone();
+    let report = run_pipeline(&in_env, progress, options).await?;
+    eprintln!(
+        "environment {name} ran again on top of main (main had moved in {}): run {}",
+        moved.join(", "),
+        report.run_id
+    );
+    let envs = crate::env::list_envs(catalog, spec).await?;
+    Ok(envs.iter().any(|e| e.env == name))
 }
