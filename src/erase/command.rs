@@ -105,7 +105,9 @@ async fn survey(
         .iter()
         .map(|job| job_table(pipeline, *job).to_string())
         .collect();
-    found.receipt.history = history(&validated.catalog, request);
+    let envs = crate::env::list_envs(&validated.catalog, pipeline).await?;
+    let envs: Vec<&str> = envs.iter().map(|e| e.env.as_str()).collect();
+    found.receipt.history = history(&validated.catalog, request, &envs, &pipeline.name);
     let report = EraseReport {
         planned_only: request.plan_only,
         receipt: std::mem::take(&mut found.receipt),
@@ -281,8 +283,26 @@ fn job_table(pipeline: &Pipeline, job: JobId) -> &TableName {
     }
 }
 
-/// What the receipt says of the older snapshots that still hold the rows.
-fn history(catalog: &PipelineCatalog, request: &EraseRequest) -> String {
+/// What the receipt says of the older snapshots that still hold the rows, and of the
+/// environments (`envs`) whose branches do: an erase changes `main` only.
+fn history(
+    catalog: &PipelineCatalog,
+    request: &EraseRequest,
+    envs: &[&str],
+    pipeline: &str,
+) -> String {
+    let mut text = snapshots_history(catalog, request);
+    if !envs.is_empty() {
+        text.push_str(&format!(
+            "; the branches of environment(s) {} still hold the subject's rows (an erase changes main only): `pipeline env drop {pipeline} NAME` removes them, and --purge is refused until then",
+            envs.join(", ")
+        ));
+    }
+    text
+}
+
+/// What the receipt says of the older snapshots of `main` that still hold the rows.
+fn snapshots_history(catalog: &PipelineCatalog, request: &EraseRequest) -> String {
     match (request.purge, catalog.kind()) {
         (true, "s3tables") => format!(
             "purged: every older snapshot of the erased tables expired; S3 Tables deletes the files only they referenced itself (its unreferenced-file removal marks them noncurrent after unreferencedDays, 3 by default, and deletes them nonCurrentDays later, 10 by default): with the defaults, by {}",

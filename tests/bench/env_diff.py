@@ -41,10 +41,9 @@ PEER = """
 import json, sys, duckdb
 main, dev = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 con = duckdb.connect()
-con.execute("CREATE VIEW m AS SELECT * FROM read_parquet(?)", [main])
-con.execute("CREATE VIEW d AS SELECT * FROM read_parquet(?)", [dev])
-only_dev = con.execute("SELECT count(*) FROM (SELECT * FROM d EXCEPT ALL SELECT * FROM m)").fetchone()[0]
-only_main = con.execute("SELECT count(*) FROM (SELECT * FROM m EXCEPT ALL SELECT * FROM d)").fetchone()[0]
+m, d = con.read_parquet(main), con.read_parquet(dev)
+only_dev = con.sql("SELECT count(*) FROM (SELECT * FROM d EXCEPT ALL SELECT * FROM m)").fetchone()[0]
+only_main = con.sql("SELECT count(*) FROM (SELECT * FROM m EXCEPT ALL SELECT * FROM d)").fetchone()[0]
 print(json.dumps({"only_dev": only_dev, "only_main": only_main}))
 """
 

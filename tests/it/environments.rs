@@ -353,8 +353,19 @@ fn a_purge_is_refused_while_an_environment_still_holds_the_rows() {
     assert!(message.contains("environment branches (dev)"), "{message}");
     assert!(message.contains("nothing was changed"), "{message}");
     assert_eq!(main_snapshots(&p), before);
+    // An erase without purge changes main only: its receipt says the branches hold the rows.
+    let plan = ["erase", "retail", "--where", "customer_id = 5", "--plan"];
+    let planned = p.json(&plan);
+    let history = planned["erase"]["history"].as_str().unwrap();
+    assert!(
+        history.contains("environment(s) dev still hold"),
+        "{history}"
+    );
     // Dropped, the purge goes through.
     p.json(&["env", "drop", "retail", "dev"]);
+    let planned = p.json(&plan);
+    let history = planned["erase"]["history"].as_str().unwrap();
+    assert!(!history.contains("environment"), "{history}");
     p.json(&erase);
     assert_eq!(
         p.query("SELECT count(*) FROM silver.customers WHERE customer_id = 5")[0][0].as_deref(),
@@ -381,19 +392,24 @@ fn columns(p: &Project, table: &str) -> Vec<String> {
 /// itself up to date, and its publish makes the schema the table's.
 #[test]
 fn a_column_added_in_an_environment_is_not_seen_on_main_until_published() {
-    let p = Project::retail();
+    column_added_in_an_environment(&Project::retail());
+}
+
+/// The body of [`a_column_added_in_an_environment_is_not_seen_on_main_until_published`], on
+/// any catalog.
+pub(crate) fn column_added_in_an_environment(p: &Project) {
     p.json(&["run", "retail"]);
-    let before = columns(&p, "silver.customers");
-    let original = std::fs::read_to_string(customers_sql(&p)).unwrap();
+    let before = columns(p, "silver.customers");
+    let original = std::fs::read_to_string(customers_sql(p)).unwrap();
     let changed = original.replace(
         "upper(trim(country)) AS country",
         "upper(trim(country)) AS country, 1 AS extra",
     );
     assert_ne!(changed, original);
-    set_customers_sql(&p, &changed);
+    set_customers_sql(p, &changed);
 
     p.json(&["run", "retail", "--env", "dev"]);
-    assert_eq!(columns(&p, "silver.customers"), before);
+    assert_eq!(columns(p, "silver.customers"), before);
     let sql = "SELECT extra, count(*) FROM silver.customers GROUP BY 1";
     let on_dev = p.query_result(&["query", sql, "--env", "dev"]).1;
     let customers = p.query("SELECT count(*) FROM silver.customers");
@@ -418,7 +434,7 @@ fn a_column_added_in_an_environment_is_not_seen_on_main_until_published() {
     );
 
     p.json(&["env", "publish", "retail", "dev"]);
-    assert_eq!(columns(&p, "silver.customers").len(), before.len() + 1);
+    assert_eq!(columns(p, "silver.customers").len(), before.len() + 1);
     assert_eq!(p.query(sql), on_dev);
 }
 

@@ -111,7 +111,68 @@ fn rest_environments_table_by_table() {
     env_round_trip(&Project::retail().on_rest(&server, false), Some(&server));
 }
 
+/// A schema change in an environment on REST: the server takes the environment's schema
+/// without making it the table's, until the publish.
+#[test]
+fn rest_a_column_added_in_an_environment_is_not_seen_on_main_until_published() {
+    let server = Rustberg::start();
+    crate::environments::column_added_in_an_environment(&Project::retail().on_rest(&server, true));
+}
+
 #[test]
 fn s3tables_environments() {
     env_round_trip(&Project::retail().on_s3tables(), None);
+}
+
+/// On S3 Tables (the journal), a run in an environment and an environment's publish killed
+/// after their first table moved are completed by the next command: all tables or none, as
+/// for runs; main untouched by the run, and moved whole by the publish.
+#[test]
+fn s3tables_environment_run_and_publish_killed_half_way_are_completed() {
+    let p = Project::retail().on_s3tables();
+    p.json(&["run", "retail"]);
+    let before = main_snapshots(&p);
+    let upper = p.query(COUNTRIES);
+    lower_case_countries(&p);
+
+    p.start_paused(&["run", "retail", "--env", "dev"], "publishing", None)
+        .kill();
+    // One table's branch moved before the kill (listing reads; it does not recover).
+    let half = p.json(&["env", "list", "retail"]);
+    assert_eq!(half[0]["tables"].as_object().unwrap().len(), 1, "{half}");
+    let report = p.json(&["run", "retail", "--env", "dev"]);
+    assert!(
+        written(&report).is_empty(),
+        "the recovery completed the killed run: {report}"
+    );
+    let listed = p.json(&["env", "list", "retail"]);
+    let heads = listed[0]["tables"].clone();
+    assert_eq!(heads.as_object().unwrap().len(), 5, "{listed}");
+    assert_eq!(main_snapshots(&p), before);
+    assert_eq!(p.query(COUNTRIES), upper);
+
+    p.start_paused(&["env", "publish", "retail", "dev"], "publishing", None)
+        .kill();
+    let moved = heads
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(table, head)| Some(p.current_snapshot(table)) == head.as_i64())
+        .count();
+    assert_eq!(moved, 1, "one table's main moved before the kill");
+    let run = p.run(&["run", "retail"]);
+    let log = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{log}");
+    for (table, head) in heads.as_object().unwrap() {
+        assert_eq!(Some(p.current_snapshot(table)), head.as_i64(), "{table}");
+    }
+    assert_eq!(p.query(COUNTRIES), lowered(&upper));
+    let runs = p.json(&["runs"]);
+    let published = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "env" && r["tables"].as_array().unwrap().len() == 5)
+        .count();
+    assert_eq!(published, 1, "{runs}");
 }
