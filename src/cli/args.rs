@@ -301,7 +301,7 @@ pub enum Command {
     },
     /// Delete or update rows of a table, copy-on-write, as a recorded and undoable change:
     ///   pipeline sql "DELETE FROM silver.customers WHERE customer_id = 4711" --reason "GDPR-12"
-    ///   pipeline sql "UPDATE bronze.pos_orders SET status = 'cancelled' WHERE order_id = 42"
+    ///   pipeline sql "UPDATE bronze.pos_orders SET status = 'cancelled' WHERE order_id = 1002"
     ///
     /// Only the data files holding matching rows are rewritten; the change is
     /// published atomically with a run record (`pipeline runs`, `pipeline rollback RUN_ID`),
@@ -331,7 +331,7 @@ pub enum Command {
     /// its `erase = { customer_id = "buyer_id" }` key gives, or (a transform) passed through
     /// from an input that holds it (column lineage). Quarantined raw lines are read field by
     /// field. Tables computed from erased ones without the subject (monthly totals) are
-    /// recomputed in the same publish. The receipt (`pipeline runs --show RUN`) names the
+    /// recomputed in the same publish. The receipt (`pipeline run-info RUN`) names the
     /// landing files the rows came from; --rewrite-sources rewrites them without those
     /// records (the file ledger takes the new files as loaded). --purge then expires the
     /// older snapshots of the erased tables and deletes the files only they referenced.

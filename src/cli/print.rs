@@ -114,6 +114,7 @@ pub fn backfill_plan(planned: &[PlannedTable], as_json: bool) {
         let _ = writeln!(out, "{}: {}", t.table, t.action);
         for i in &t.inputs {
             let amount = match (i.files, i.bytes) {
+                (Some(1), Some(b)) => format!(": 1 file, {b} bytes"),
                 (Some(f), Some(b)) => format!(": {f} files, {b} bytes"),
                 _ => String::new(),
             };
@@ -423,7 +424,10 @@ pub fn query(schema: &Schema, batches: &[RecordBatch], as_json: bool) -> Result<
     } else {
         let rows = batches_to_rows(schema, batches)?;
         say_raw!("{}", rows.to_table());
-        say!("({} rows)", rows.rows.len());
+        match rows.rows.len() {
+            1 => say!("(1 row)"),
+            n => say!("({n} rows)"),
+        }
     }
     Ok(())
 }

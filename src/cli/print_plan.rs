@@ -33,6 +33,7 @@ pub fn run_plan_text(planned: &[PlannedJob]) -> String {
         }
         for i in &j.inputs {
             let amount = match (i.files, i.bytes) {
+                (Some(1), Some(b)) => format!(": 1 file, {b} bytes"),
                 (Some(f), Some(b)) => format!(": {f} files, {b} bytes"),
                 _ => String::new(),
             };

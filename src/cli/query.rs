@@ -56,8 +56,41 @@ pub async fn print_query(
     timeout: Option<u64>,
     json: bool,
 ) -> Result<()> {
-    let (schema, batches) = within(timeout, inspect::query(catalog, sql, as_of)).await?;
+    let (schema, batches) = within(timeout, inspect::query(catalog, sql, as_of))
+        .await
+        .map_err(blame_the_query)?;
     print::query(&schema, &batches, json)
+}
+
+/// A query that fails on its own values (a division by zero, an overflow, a cast or parse
+/// that cannot be made) is bad input, like a query that does not parse: exit status 2.
+/// Failures to read the lake stay what they are.
+fn blame_the_query(e: Error) -> Error {
+    use arrow::error::ArrowError as A;
+    use datafusion::error::DataFusionError as D;
+    let of_values = |a: &A| {
+        matches!(
+            a,
+            A::DivideByZero
+                | A::ArithmeticOverflow(_)
+                | A::CastError(_)
+                | A::ParseError(_)
+                | A::InvalidArgumentError(_)
+                | A::ComputeError(_)
+        )
+    };
+    let blamed = match &e {
+        Error::Arrow(a) => of_values(a),
+        Error::DataFusion(d) => match d.find_root() {
+            D::ArrowError(a, _) => of_values(a),
+            _ => false,
+        },
+        _ => false,
+    };
+    match blamed {
+        true => Error::Usage(format!("query: {e}")),
+        false => e,
+    }
 }
 
 /// `pipeline agent-query`: the SQL on stdin over `catalog`, its capped rows printed as JSON.

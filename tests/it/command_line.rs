@@ -201,3 +201,22 @@ fn a_run_with_nothing_to_do_is_recorded_as_a_no_op() {
     assert_eq!(code, 2, "{message}");
     assert!(message.contains("there is nothing to undo"), "{message}");
 }
+
+/// A query that fails on its own values is bad input (exit 2, like a query that does not
+/// parse); one row is "1 row".
+#[test]
+fn a_query_failing_on_its_own_values_is_a_mistake_in_the_command() {
+    let p = Project::retail();
+    p.json(&["run", "retail"]);
+    for sql in [
+        "SELECT 1/0",
+        "SELECT CAST('x' AS INT)",
+        "SELECT sum(amount) / (count(*) - count(*)) FROM silver.orders",
+    ] {
+        let (code, message) = p.fails(&["query", sql]);
+        assert_eq!(code, 2, "{sql}: {message}");
+        assert!(message.contains("query:"), "{sql}: {message}");
+    }
+    let out = p.run(&["query", "SELECT count(*) AS n FROM silver.orders"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("(1 row)"));
+}
