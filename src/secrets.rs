@@ -103,7 +103,16 @@ impl Write for RedactedStderr {
 /// `text` on standard output through [`redact`] (a closed stdout is not an error: nobody
 /// reads it). Every command's output goes through here, `say!` or [`stdout`].
 pub fn print(text: &str) {
+    PRINTED.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = std::io::stdout().lock().write_all(redact(text).as_bytes());
+}
+
+/// Whether anything was written on standard output through [`print`].
+static PRINTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process has written anything on standard output (through [`print`]).
+pub fn printed() -> bool {
+    PRINTED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// `println!` through [`redact`].

@@ -308,6 +308,12 @@ pub async fn open_project_catalog(
     catalog: Option<&str>,
 ) -> Result<PipelineCatalog> {
     let only = list_pipelines(project);
+    if only.is_empty() && pipeline.is_none() && !project.join("pipelines").is_dir() {
+        return Err(Error::Usage(format!(
+            "{} is not a pipeline project: it has no pipelines/ folder (a pipeline is pipelines/NAME.toml); run from the project's folder, or give --project DIR",
+            project.display()
+        )));
+    }
     let name = pipeline.or(match only.as_slice() {
         [only] => Some(only.as_str()),
         _ => None,

@@ -48,10 +48,20 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let json = cli.json;
     match runtime.block_on(command::execute(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tell!("error: {}", escape_message(&redact(&e.to_string())));
+            let text = e.to_string();
+            let redacted = redact(&text);
+            let message = escape_message(&redacted).to_string();
+            tell!("error: {message}");
+            // A --json reader gets a document on stdout whatever happened: the error, when
+            // the command printed nothing else.
+            if json && !crate::secrets::printed() {
+                let error = serde_json::json!({"error": message, "exit_code": e.exit_code()});
+                crate::secrets::print(&format!("{error}\n"));
+            }
             ExitCode::from(e.exit_code())
         }
     }

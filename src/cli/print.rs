@@ -66,14 +66,7 @@ pub fn run(report: &RunReport, as_json: bool) {
             on_cluster.join(", ")
         );
     }
-    let _ = writeln!(
-        out,
-        "\nrun {} of pipeline {}: published {} tables in {:.2}s\n",
-        report.run_id,
-        report.pipeline,
-        report.tables.len(),
-        report.seconds
-    );
+    let _ = writeln!(out, "{}", headline(report));
     let _ = write!(
         out,
         "{}",
@@ -101,6 +94,30 @@ pub fn run(report: &RunReport, as_json: bool) {
             "\nmaintenance after the run failed (the run is published): {e}"
         );
     }
+}
+
+/// The line that says what a run published, naming the tables that are no job's
+/// (quarantine tables): the jobs' are in the table below it.
+fn headline(report: &RunReport) -> String {
+    let jobs: std::collections::HashSet<&str> =
+        report.jobs.iter().map(|j| j.table.as_str()).collect();
+    let others: Vec<&str> = report
+        .tables
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !jobs.contains(t))
+        .collect();
+    format!(
+        "\nrun {} of pipeline {}: published {} tables in {:.2}s{}\n",
+        report.run_id,
+        report.pipeline,
+        report.tables.len(),
+        report.seconds,
+        match others.is_empty() {
+            true => String::new(),
+            false => format!(" (the jobs' tables below, and {})", others.join(", ")),
+        }
+    )
 }
 
 /// `pipeline backfill --plan`.

@@ -6,6 +6,7 @@ use crate::output::render_table;
 use crate::quality::summary;
 use crate::records::RunRecord;
 use crate::rollback::RollbackReport;
+use crate::spec::ExpectAction;
 
 /// `pipeline run-info` and `pipeline rollback`: one run record.
 /// `pipeline rollback RUN --plan`: what each table would do.
@@ -135,6 +136,29 @@ pub fn record(run: &RunRecord, as_json: bool) {
             &rows
         )
     );
+    checks(run);
+}
+
+/// The checks a run evaluated, each with its verdict, what was found and the violating rows
+/// sampled.
+fn checks(run: &RunRecord) {
+    if run.quality.is_empty() {
+        return;
+    }
+    say!();
+    say!("checks:");
+    for q in &run.quality {
+        let verdict = match (q.passed, q.action) {
+            (true, _) => "passed",
+            (false, ExpectAction::Warn) => "WARNING",
+            (false, ExpectAction::Drop) => "rows quarantined",
+            (false, ExpectAction::Fail) => "FAILED",
+        };
+        say!("  {} {}: {verdict} ({})", q.table, q.name, q.detail);
+        for row in &q.sample {
+            say!("      {row}");
+        }
+    }
 }
 
 /// What a failed run got done before it failed: the jobs that finished staging (nothing of
@@ -154,10 +178,7 @@ fn failure_trail(run: &RunRecord) {
             render_table(&strings(&["table", "action", "rows staged"]), &rows)
         );
     }
-    for q in &run.quality {
-        let verdict = if q.passed { "passed" } else { "FAILED" };
-        say!("check {} {}: {verdict} ({})", q.table, q.name, q.detail);
-    }
+    checks(run);
 }
 
 /// `pipeline run-info` of an erase: the record, then what the maintain runs that purged it

@@ -39,7 +39,8 @@ pub fn discover_files(job: &IngestJob, project_dir: &Path) -> Result<(Vec<PathBu
     Ok((files, unmatched))
 }
 
-pub(super) fn no_files_error(job: &IngestJob, project_dir: &Path, pattern: &str) -> Error {
+/// The error for a pattern of `job` that matches no file on the table's first load.
+pub fn no_files_error(job: &IngestJob, project_dir: &Path, pattern: &str) -> Error {
     Error::Pipeline {
         file: job.origin.file.clone(),
         message: format!(

@@ -21,7 +21,7 @@ mod source_rewrite;
 mod values;
 
 pub use columns::{bronze_columns, output_tables, quarantine_columns};
-pub use discover::discover_files;
+pub use discover::{discover_files, no_files_error};
 pub use evolve::with_added_columns;
 pub use load::{run_ingest, IngestOutcome};
 pub use pending::{pending_files, PendingFiles};

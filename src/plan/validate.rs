@@ -15,7 +15,7 @@ use crate::catalog::PipelineCatalog;
 use crate::commit::{schema_of, DesiredColumn};
 use crate::engine::{line_naming, session_over};
 use crate::error::{Error, Result};
-use crate::ingest::{output_tables, with_added_columns};
+use crate::ingest::{discover_files, no_files_error, output_tables, with_added_columns};
 use crate::lineage::{query_lineage, QueryLineage};
 use crate::quality::check_expectations;
 use crate::spec::{IngestJob, Pipeline, TableName, TransformJob, DROP_QUARANTINE_COLUMNS};
@@ -147,6 +147,14 @@ async fn ingest_schemas(
     for job in &pipeline.ingests {
         // Columns added by schema evolution are part of the table.
         let live = catalog.load(&job.table).await?;
+        // A pattern matching nothing is a mistake on a table's first load (the run says so
+        // too); later it only means that nothing new arrived.
+        if live.is_none() {
+            let (_, unmatched) = discover_files(job, &pipeline.project_dir)?;
+            if let Some(pattern) = unmatched.first() {
+                return Err(no_files_error(job, &pipeline.project_dir, pattern));
+            }
+        }
         let job = with_added_columns(job, live.as_ref().map(|t| t.metadata()));
         for (table, columns) in output_tables(&job) {
             let schema = schema_to_arrow_schema(&schema_of(&columns)?)?;

@@ -220,3 +220,61 @@ fn a_query_failing_on_its_own_values_is_a_mistake_in_the_command() {
     let out = p.run(&["query", "SELECT count(*) AS n FROM silver.orders"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("(1 row)"));
 }
+
+/// A failing `--json` command still prints one JSON document on stdout (the error and the
+/// exit status); a folder without pipelines/ is not a project; the run's headline names the
+/// quarantine tables it published besides the jobs' tables.
+#[test]
+fn json_errors_projects_and_the_run_headline_say_what_they_mean() {
+    let p = Project::retail();
+    let out = p.run(&["run", "retail"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("published 12 tables in")
+            && stdout.contains("bronze.pos_orders__quarantine"),
+        "{stdout}"
+    );
+    // run-info shows the checks, verdicts and sampled rows, as the run did.
+    let run_id = p.json(&["runs"])[0]["run_id"].as_str().unwrap().to_string();
+    let info = String::from_utf8_lossy(&p.run(&["run-info", &run_id]).stdout).to_string();
+    assert!(info.contains("checks:"), "{info}");
+    assert!(
+        info.contains("silver.orders relationships(customer_id): WARNING (4 violating rows"),
+        "{info}"
+    );
+    assert!(info.contains("order_id=1006, customer_id=99"), "{info}");
+    assert!(
+        info.contains("silver.orders unique(order_id): passed"),
+        "{info}"
+    );
+    let error = p.json_failing(&["query", "SELECT 1/0"]);
+    assert_eq!(error["exit_code"], 2, "{error}");
+    assert!(
+        error["error"].as_str().unwrap().contains("Divide by zero"),
+        "{error}"
+    );
+    // A pattern that matches nothing, for a table not loaded yet: validate says what the
+    // run would.
+    let fresh = Project::retail();
+    let spec = fresh.path().join("pipelines/retail.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let broken = text.replace(
+        "sample-data/retail/customers/*.csv",
+        "sample-data/retail/nope/*.csv",
+    );
+    assert_ne!(broken, text);
+    std::fs::write(&spec, broken).unwrap();
+    for command in ["validate", "run"] {
+        let (code, message) = fresh.fails(&[command, "retail"]);
+        assert_eq!(code, 2, "{command}: {message}");
+        assert!(
+            message.contains("no files match `sample-data/retail/nope/*.csv`"),
+            "{command}: {message}"
+        );
+    }
+
+    std::fs::remove_dir_all(p.path().join("pipelines")).unwrap();
+    let (code, message) = p.fails(&["tables"]);
+    assert_eq!(code, 2, "{message}");
+    assert!(message.contains("is not a pipeline project"), "{message}");
+}
