@@ -139,7 +139,16 @@ fn print_status(s: &ScheduleStatus) {
         ),
         None => say!("  last tick:  (none served yet)"),
     }
-    say!("  due now:    {}", s.due.as_deref().unwrap_or("(nothing)"));
+    match (&s.due, &s.last) {
+        (None, _) => say!("  due now:    (nothing)"),
+        (Some(due), None) => say!(
+            "  due now:    {due} (it has passed and no tick was served yet, as when [schedule] was just added: `pipeline schedule tick` serves it now, a scheduler as soon as it starts)"
+        ),
+        (Some(due), Some(_)) => say!("  due now:    {due}"),
+    }
+    for load in &s.would_load {
+        say!("  would load: {load}");
+    }
     if !s.missed.is_empty() {
         say!("  missed:     {} ({})", s.missed.len(), s.missed.join(", "));
     }
@@ -294,5 +303,28 @@ impl TickObserver for PrintTicks {
 
     fn failed_to_serve(&self, pipeline: &str, error: &Error) {
         tell!("  schedule  {pipeline}: {error} (trying again shortly)");
+    }
+
+    fn waiting(
+        &self,
+        pipeline: &str,
+        until: chrono::DateTime<chrono::Utc>,
+        wait: std::time::Duration,
+    ) {
+        tell!(
+            "  schedule  {pipeline}: next look at {} (in {})",
+            until.format("%Y-%m-%dT%H:%M:%SZ"),
+            in_words(wait)
+        );
+    }
+}
+
+/// A span as people say it: `21h37m`, `4m`, `12s`.
+fn in_words(span: std::time::Duration) -> String {
+    let s = span.as_secs();
+    match (s / 3600, (s % 3600) / 60) {
+        (0, 0) => format!("{s}s"),
+        (0, m) => format!("{m}m"),
+        (h, m) => format!("{h}h{m:02}m"),
     }
 }

@@ -29,6 +29,9 @@ const BUSY_RETRY: Duration = Duration::from_secs(30);
 pub trait TickObserver: Send + Sync {
     fn served(&self, report: &TickReport);
     fn failed_to_serve(&self, pipeline: &str, error: &Error);
+    /// The scheduler of `pipeline` looks again at `until` (the next tick, or a retry), `wait`
+    /// from now.
+    fn waiting(&self, _pipeline: &str, _until: chrono::DateTime<chrono::Utc>, _wait: Duration) {}
 }
 
 /// Runs the schedules of `pipelines` (names in `project`) until SIGTERM or SIGINT.
@@ -115,6 +118,8 @@ async fn pipeline_loop(
                 BUSY_RETRY
             }
         };
+        let until = clock.now() + chrono::Duration::from_std(wait).unwrap_or_default();
+        ticks.waiting(&name, until, wait);
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
             _ = stopping.changed() => return,

@@ -11,6 +11,7 @@ use super::serve::{last_served, schedule_of};
 use super::ticks::{due, next};
 use crate::catalog::PipelineCatalog;
 use crate::error::Result;
+use crate::ingest::pending_files;
 use crate::maintain::Due;
 use crate::records::tick_key;
 use crate::run::holder;
@@ -64,6 +65,9 @@ pub struct ScheduleStatus {
     pub maintenance_due: Vec<Due>,
     /// On a remote catalog: the scheduler (on any host) whose lease claims a tick.
     pub lease_holder: Option<String>,
+    /// When a tick is due: what its run would load, per ingest job (`bronze.x: 3 new
+    /// file(s), 1200 bytes`, or `nothing new`).
+    pub would_load: Vec<String>,
 }
 
 /// The status of `pipeline`'s schedule at `now`.
@@ -122,7 +126,29 @@ pub async fn status(pipeline: &Pipeline, now: DateTime<Utc>) -> Result<ScheduleS
             None => None,
         },
         maintenance_due: due_or_warn(&catalog, pipeline).await,
+        would_load: match due.tick {
+            Some(_) => would_load(&catalog, pipeline).await?,
+            None => Vec::new(),
+        },
     })
+}
+
+/// What a run of `pipeline` would load now, per ingest job.
+async fn would_load(catalog: &PipelineCatalog, pipeline: &Pipeline) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for job in &pipeline.ingests {
+        let pending = pending_files(catalog, &pipeline.project_dir, job).await?;
+        let bytes: u64 = pending.new.iter().map(|(_, b)| b).sum();
+        out.push(match (pending.new.len(), pending.changed.len()) {
+            (0, 0) => format!("{}: nothing new", job.table),
+            (n, 0) => format!("{}: {n} new file(s), {bytes} bytes", job.table),
+            (n, c) => format!(
+                "{}: {n} new file(s), {bytes} bytes; {c} loaded file(s) changed (the run stops on them unless --reload-changed)",
+                job.table
+            ),
+        });
+    }
+    Ok(out)
 }
 
 /// The tables of `pipeline` that need maintenance; a plan that cannot be made (a table that

@@ -382,3 +382,55 @@ fn status_shows_the_last_tick_the_next_ones_and_the_lock() {
     );
     paused.kill();
 }
+
+/// `schedule status` right after `[schedule]` was added says why a past tick is due and what
+/// it would load; a scheduler says when it looks next.
+#[test]
+fn status_explains_a_first_due_tick_and_a_scheduler_says_when_it_looks_next() {
+    let p = scheduled("cron = \"0 2 * * *\"");
+    day_file(&p, 1);
+    day_file(&p, 2);
+    let out = p.run(&["schedule", "status", "--now", "2026-03-01T03:00:00Z"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("due now:    2026-03-01T02:00:00Z (it has passed and no tick was served yet"),
+        "{text}"
+    );
+    assert!(
+        text.contains("would load: bronze.t: 2 new file(s), "),
+        "{text}"
+    );
+    let status = p.json(&["schedule", "status", "--now", "2026-03-01T03:00:00Z"]);
+    assert_eq!(
+        status[0]["would_load"].as_array().unwrap().len(),
+        1,
+        "{status}"
+    );
+
+    let log = p.path().join("daemon.log");
+    let mut daemon = p
+        .command(&["schedule", "run", "--now", "2026-03-01T02:00:30Z"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let said = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("next look at") || std::time::Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // SAFETY: signals a child this test started.
+    unsafe {
+        libc::kill(daemon.id() as i32, libc::SIGTERM);
+    }
+    assert!(daemon.wait().unwrap().success());
+    assert!(
+        said.contains("p: next look at 2026-03-02T02:00:00Z (in 23h5"),
+        "{said}"
+    );
+    assert_eq!(served(&p).len(), 1);
+}
