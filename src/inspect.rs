@@ -7,11 +7,13 @@ use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::TryStreamExt;
+use iceberg::spec::Snapshot;
+use iceberg::table::Table;
 use serde::Serialize;
 
 use crate::catalog::PipelineCatalog;
 use crate::commit::summary::{self, number, total_records};
-use crate::commit::{manifest_list, partition_label};
+use crate::commit::{load_manifests, manifest_list, partition_label};
 use crate::engine::{
     admit, new_session, plan, register_table, table_provider, CountedTable, Entry, Refusal,
 };
@@ -290,25 +292,28 @@ pub async fn files(
         })?),
         None => m.current_snapshot(),
     };
-    let Some(snapshot) = snapshot else {
-        return Ok(Vec::new());
-    };
-    let list = manifest_list(t.file_io(), m, snapshot).await?;
+    match snapshot {
+        Some(snapshot) => snapshot_files(&t, snapshot).await,
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The live data files of `snapshot` of `table`, by path, each with its partition (read from
+/// the snapshot's manifests, several at a time).
+pub async fn snapshot_files(table: &Table, snapshot: &Snapshot) -> Result<Vec<FileInfo>> {
+    let m = table.metadata();
+    let list = manifest_list(table.file_io(), m, snapshot).await?;
+    let manifests = load_manifests(table.file_io(), list.entries().iter().cloned()).await?;
     let mut out = Vec::new();
-    for manifest_file in list.entries() {
-        let spec = m
-            .partition_spec_by_id(manifest_file.partition_spec_id)
-            .cloned();
-        let manifest = manifest_file.load_manifest(t.file_io()).await?;
+    for (manifest_file, manifest) in &manifests {
+        let spec = m.partition_spec_by_id(manifest_file.partition_spec_id);
         for e in manifest.entries().iter().filter(|e| e.is_alive()) {
             let file = e.data_file();
-            let partition = spec
-                .as_ref()
-                .map(|spec| partition_label(spec, file.partition()))
-                .unwrap_or_default();
             out.push(FileInfo {
                 path: file.file_path().to_string(),
-                partition,
+                partition: spec
+                    .map(|spec| partition_label(spec, file.partition()))
+                    .unwrap_or_default(),
                 records: file.record_count(),
                 bytes: file.file_size_in_bytes(),
                 added_snapshot_id: e.snapshot_id(),

@@ -48,16 +48,23 @@ pub fn moved_branches(base: &TableMetadata, new: &TableMetadata) -> Result<Vec<B
 /// does not move), unless only other branches move (a run in an environment, or its drop):
 /// then those, so a run on `main` meanwhile does not refuse it.
 pub fn pinned(base: &TableMetadata, new: &TableMetadata) -> Result<Vec<BranchMove>> {
-    let moved = moved_branches(base, new)?;
-    if moved.is_empty() || moved.iter().any(|m| m.branch == MAIN_BRANCH) {
-        let main = head(base, MAIN_BRANCH);
-        return Ok(vec![BranchMove {
-            branch: MAIN_BRANCH.to_string(),
-            from: main,
-            to: head(new, MAIN_BRANCH),
-        }]);
+    Ok(pinned_of(moved_branches(base, new)?, base))
+}
+
+/// [`pinned`], from the branches that move (`moved`, from [`moved_branches`]).
+fn pinned_of(moved: Vec<BranchMove>, base: &TableMetadata) -> Vec<BranchMove> {
+    match moved.iter().find(|m| m.branch == MAIN_BRANCH) {
+        Some(main) => vec![main.clone()],
+        None if moved.is_empty() => {
+            let main = head(base, MAIN_BRANCH);
+            vec![BranchMove {
+                branch: MAIN_BRANCH.to_string(),
+                from: main,
+                to: main,
+            }]
+        }
+        None => moved,
     }
-    Ok(moved)
 }
 
 /// Whether a table now at `now` has made the move from `base` to `new`: every pinned branch is
@@ -94,8 +101,10 @@ pub fn diff(
     base: &TableMetadata,
     new: &TableMetadata,
 ) -> Result<(Vec<TableRequirement>, Vec<TableUpdate>)> {
+    // The branches' heads are read once (from the metadata's JSON form: see `env_branches`).
+    let moved = moved_branches(base, new)?;
     let mut requirements = vec![TableRequirement::UuidMatch { uuid: base.uuid() }];
-    for m in pinned(base, new)? {
+    for m in pinned_of(moved.clone(), base) {
         requirements.push(TableRequirement::RefSnapshotIdMatch {
             r#ref: m.branch,
             snapshot_id: m.from,
@@ -104,7 +113,7 @@ pub fn diff(
     let mut updates = Vec::new();
     add_schema_updates(base, new, &mut updates);
     add_spec_updates(base, new, &mut updates);
-    add_snapshot_updates(base, new, &mut updates)?;
+    add_snapshot_updates(base, new, moved, &mut updates);
     add_property_updates(base, new, &mut updates);
     Ok((requirements, updates))
 }
@@ -151,13 +160,14 @@ fn add_spec_updates(base: &TableMetadata, new: &TableMetadata, updates: &mut Vec
     }
 }
 
-/// The snapshots added after everything in `base` (in sequence order), every branch moved (or
-/// removed) that changed, and the snapshots `new` no longer has removed.
+/// The snapshots added after everything in `base` (in sequence order), every branch of
+/// `moved` set (or removed), and the snapshots `new` no longer has removed.
 fn add_snapshot_updates(
     base: &TableMetadata,
     new: &TableMetadata,
+    moved: Vec<BranchMove>,
     updates: &mut Vec<TableUpdate>,
-) -> Result<()> {
+) {
     let base_snapshots: HashSet<i64> = base.snapshots().map(|s| s.snapshot_id()).collect();
     let new_snapshots: HashSet<i64> = new.snapshots().map(|s| s.snapshot_id()).collect();
     // Only snapshots newer than everything in `base`: moving a table back to an older version
@@ -175,7 +185,7 @@ fn add_snapshot_updates(
             snapshot: snapshot.as_ref().clone(),
         });
     }
-    for m in moved_branches(base, new)? {
+    for m in moved {
         updates.push(match m.to {
             Some(id) => TableUpdate::SetSnapshotRef {
                 ref_name: m.branch,
@@ -191,7 +201,6 @@ fn add_snapshot_updates(
             snapshot_ids: removed,
         });
     }
-    Ok(())
 }
 
 /// The properties `new` sets to another value than `base`, and those it no longer has.

@@ -25,8 +25,8 @@ use iceberg::arrow::{schema_to_arrow_schema, ArrowReaderBuilder};
 use iceberg::scan::FileScanTask;
 use iceberg::table::Table;
 
-use crate::commit::{manifest_list, partition_label};
 use crate::error::Result;
+use crate::inspect::snapshot_files;
 
 /// The column holding a row's partition.
 pub const PARTITION: &str = "_partition";
@@ -59,26 +59,14 @@ pub async fn planned(table: &Table, id: i64, columns: &[String]) -> Result<Vec<P
 /// The partition of every live data file of snapshot `id`, by path (a planned read does not
 /// carry its file's partition spec).
 async fn partitions(table: &Table, id: i64) -> Result<HashMap<String, String>> {
-    let metadata = table.metadata();
-    let mut out = HashMap::new();
-    let Some(snapshot) = metadata.snapshot_by_id(id) else {
-        return Ok(out);
+    let Some(snapshot) = table.metadata().snapshot_by_id(id) else {
+        return Ok(HashMap::new());
     };
-    let list = manifest_list(table.file_io(), metadata, snapshot).await?;
-    for manifest_file in list.entries() {
-        let Some(spec) = metadata.partition_spec_by_id(manifest_file.partition_spec_id) else {
-            continue;
-        };
-        let manifest = manifest_file.load_manifest(table.file_io()).await?;
-        for entry in manifest.entries().iter().filter(|e| e.is_alive()) {
-            let file = entry.data_file();
-            out.insert(
-                file.file_path().to_string(),
-                partition_label(spec, file.partition()),
-            );
-        }
-    }
-    Ok(out)
+    Ok(snapshot_files(table, snapshot)
+        .await?
+        .into_iter()
+        .map(|f| (f.path, f.partition))
+        .collect())
 }
 
 /// The files only `a` has, those only `b` has (by path), and how many both have.

@@ -4,6 +4,8 @@
 //! branches again from `main` ([`refuse_lost_edits`]): a run recomputes what the project's SQL
 //! gives, but an edit is not in the SQL.
 
+use std::collections::HashMap;
+
 use crate::catalog::{env, PipelineCatalog};
 use crate::error::{Error, Result};
 use crate::records::RunKind;
@@ -44,29 +46,32 @@ pub async fn refuse_lost_edits(
     pipeline: &Pipeline,
     name: &str,
 ) -> Result<()> {
+    // Each table with the branch, loaded once: its metadata and the branch's head.
+    let mut branches = HashMap::new();
+    for table in pipeline.tables_written() {
+        let Some(loaded) = catalog.load(&table).await? else {
+            continue;
+        };
+        let head = env::env_branches(loaded.metadata())?
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, head)| head);
+        if let Some(head) = head {
+            branches.insert(table.to_string(), (loaded, head));
+        }
+    }
     let mut edits = Vec::new();
     for record in catalog.runs().await? {
         if record.kind != RunKind::Sql || record.env.as_deref() != Some(name) {
             continue;
         }
         for entry in &record.tables {
-            let (Some(table), Some(after)) = (
-                crate::spec::TableName::parse(&entry.table),
-                entry.snapshot_after,
-            ) else {
+            let (Some((loaded, head)), Some(after)) =
+                (branches.get(&entry.table), entry.snapshot_after)
+            else {
                 continue;
             };
-            if !pipeline.tables_written().contains(&table) {
-                continue;
-            }
-            let Some(loaded) = catalog.load(&table).await? else {
-                continue;
-            };
-            let metadata = loaded.metadata();
-            let on_branch = env::env_branches(metadata)?
-                .into_iter()
-                .any(|(n, head)| n == name && descends(metadata, head, Some(after)));
-            if on_branch {
+            if descends(loaded.metadata(), *head, Some(after)) {
                 edits.push(format!("{} ({})", record.run_id, entry.table));
             }
         }

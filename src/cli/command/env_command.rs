@@ -58,7 +58,13 @@ pub(super) async fn environments(cx: &Context<'_>, action: &EnvAction) -> Result
         } => {
             let invocation = cx.invocation(reason);
             if *rebase && !rebase_env(&catalog, &spec, name, &invocation).await? {
-                eprintln!("environment {name}, run again on top of main, holds what main holds: nothing to publish");
+                // Run again on top of main, the environment changes nothing main holds.
+                let nothing = crate::env::EnvChange {
+                    env: name.clone(),
+                    tables: Vec::new(),
+                    run_id: None,
+                };
+                print_env::published(&nothing, cx.cli.json);
                 return Ok(());
             }
             let observer = Arc::new(Progress::stderr());
@@ -87,14 +93,13 @@ async fn rebase_env(
     }
     crate::env::refuse_lost_edits(catalog, spec, name).await?;
     let progress = Arc::new(Progress::stderr());
-    tracing::info!(env = name, tables = %moved.join(", "), "main moved: running the environment again on top of it");
     crate::env::drop_env(catalog, spec, name, invocation, progress.clone()).await?;
     let mut in_env = spec.clone();
     in_env.env = Some(name.to_string());
     let mut options = RunOptions::new(LockWait(None));
     options.invocation = invocation.clone();
     let report = run_pipeline(&in_env, progress, options).await?;
-    eprintln!(
+    tell!(
         "environment {name} ran again on top of main (main had moved in {}): run {}",
         moved.join(", "),
         report.run_id
