@@ -37,6 +37,7 @@ pub struct TableSummary {
     pub table: String,
     pub rows: u64,
     pub files: u64,
+    #[serde(with = "crate::id_text::option", default)]
     pub snapshot: Option<i64>,
     /// The run that committed the current snapshot (`pipeline run-info` shows it).
     pub last_run: Option<String>,
@@ -104,6 +105,7 @@ pub struct TableInfo {
     pub format_version: String,
     pub columns: Vec<ColumnInfo>,
     pub partition_spec: Vec<String>,
+    #[serde(with = "crate::id_text::option", default)]
     pub current_snapshot_id: Option<i64>,
     pub rows: u64,
     pub data_files: u64,
@@ -117,7 +119,9 @@ pub struct TableInfo {
 /// One snapshot in `pipeline history`.
 #[derive(Debug, Serialize)]
 pub struct SnapshotInfo {
+    #[serde(with = "crate::id_text")]
     pub snapshot_id: i64,
+    #[serde(with = "crate::id_text::option", default)]
     pub parent_id: Option<i64>,
     pub committed_at: String,
     pub operation: String,
@@ -272,6 +276,7 @@ pub struct FileInfo {
     pub records: u64,
     pub bytes: u64,
     /// The snapshot that added the file.
+    #[serde(with = "crate::id_text::option", default)]
     pub added_snapshot_id: Option<i64>,
 }
 

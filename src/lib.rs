@@ -22,8 +22,9 @@
 //! catalog  write  engine  lineage   catalogs; Parquet writers; DataFusion sessions and the
 //!                              SQL gate; column lineage
 //! spec                         the TOML model
-//! secrets  output  fault  memory_cap   leaves: secret redaction, terminal output, crash
-//!                              points, the memory ceiling of `pipeline query`
+//! secrets  output  fault  memory_cap  id_text   leaves: secret redaction, terminal output,
+//!                              crash points, the memory ceiling of `pipeline query`,
+//!                              snapshot ids as JSON strings
 //! error                        the engine's one error type
 //! ```
 //!
@@ -45,6 +46,7 @@ pub mod env;
 pub mod erase;
 pub mod error;
 pub mod fault;
+pub mod id_text;
 pub mod ingest;
 pub mod inspect;
 pub mod lineage;

@@ -33,7 +33,9 @@ pub struct Reversal {
     /// registered back from its last metadata) or `refill` (undo of an empty).
     pub action: String,
     /// `main` now, and after the rollback (`None`: no table, or no snapshot on main).
+    #[serde(with = "crate::id_text::option", default)]
     pub from: Option<i64>,
+    #[serde(with = "crate::id_text::option", default)]
     pub to: Option<i64>,
     /// Rows after the rollback.
     pub rows: u64,

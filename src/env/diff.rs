@@ -32,7 +32,9 @@ pub struct PartitionDiff {
 #[derive(Debug, Clone, Serialize)]
 pub struct TableDiff {
     pub table: String,
+    #[serde(with = "crate::id_text::option", default)]
     pub main_snapshot: Option<i64>,
+    #[serde(with = "crate::id_text")]
     pub env_snapshot: i64,
     /// `added x long`, `dropped x`, `renamed x -> y`, `x: int -> long` (by field id).
     pub schema: Vec<String>,

@@ -13,6 +13,7 @@ use crate::spec::Pipeline;
 pub struct EnvSummary {
     pub env: String,
     /// Table -> the snapshot its branch points at.
+    #[serde(serialize_with = "crate::id_text::map::serialize")]
     pub tables: BTreeMap<String, i64>,
 }
 

@@ -30,6 +30,7 @@ pub struct Problem {
 pub struct TableCheck {
     pub table: String,
     /// The current snapshot checked (`None`: the table has none, or its metadata is unreadable).
+    #[serde(with = "crate::id_text::option", default)]
     pub snapshot: Option<i64>,
     /// The run that wrote the current snapshot, the one to roll back when it is damaged.
     pub run: Option<String>,

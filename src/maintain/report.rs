@@ -39,7 +39,9 @@ pub struct TableMaintenance {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub kept: Vec<crate::commit::Kept>,
     /// `main` before and after.
+    #[serde(with = "crate::id_text::option", default)]
     pub snapshot_before: Option<i64>,
+    #[serde(with = "crate::id_text::option", default)]
     pub snapshot_after: Option<i64>,
     /// Why nothing was done, when nothing was.
     pub note: Option<String>,

@@ -34,7 +34,10 @@ pub struct QueryArgs {
     /// One SELECT (or EXPLAIN SELECT) over catalog tables, written namespace.table.
     pub sql: String,
     /// Read every table that has this snapshot id as of it (time travel; describe_table
-    /// lists snapshot ids).
+    /// lists snapshot ids). A string of digits, as describe_table gives it: a JSON number
+    /// this large loses its last digits in most clients.
+    #[serde(deserialize_with = "crate::id_text::option::deserialize", default)]
+    #[schemars(with = "Option<String>")]
     pub as_of: Option<i64>,
 }
 

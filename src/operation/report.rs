@@ -76,6 +76,7 @@ pub struct JobReport {
     pub files: u64,
     pub bytes: u64,
     /// The table's snapshot after the run (unchanged when the job had nothing new).
+    #[serde(with = "crate::id_text")]
     pub snapshot_id: i64,
     /// Source files skipped because the table already loaded them (ingest only).
     pub already_loaded: usize,

@@ -64,8 +64,10 @@ pub struct TableRecord {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub partitions: Option<String>,
     /// `main` before the run; `None` when the run created the table.
+    #[serde(with = "crate::id_text::option", default)]
     pub snapshot_before: Option<i64>,
     /// `main` after the run; `None` when the run dropped the table.
+    #[serde(with = "crate::id_text::option", default)]
     pub snapshot_after: Option<i64>,
     /// Rows of the table after the run.
     pub rows: u64,

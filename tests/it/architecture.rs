@@ -10,7 +10,7 @@ use super::source_text::{blank_literals, sources, without_unit_tests};
 /// The layers of `src/`, bottom first (docs/architecture.md).
 const LAYERS: &[&[&str]] = &[
     &["error"],
-    &["secrets", "output", "fault", "memory_cap"],
+    &["secrets", "output", "fault", "memory_cap", "id_text"],
     &["spec"],
     &["catalog", "write", "engine", "lineage"],
     &["records"],

@@ -141,7 +141,23 @@ fn listings_in_json_carry_what_the_text_shows() {
         .find(|l| l.starts_with("silver.orders "))
         .unwrap();
     assert!(line.contains(run_id), "{text}");
-    assert!(line.contains(&orders["snapshot"].to_string()), "{text}");
+    let snapshot = orders["snapshot"]
+        .as_str()
+        .expect("snapshot ids are strings");
+    assert!(line.contains(snapshot), "{text}");
+    // Ids are JSON strings (above 2^53, a number loses digits in jq and JavaScript), and the
+    // string is what `--as-of` takes back.
+    assert!(
+        !snapshot.is_empty() && snapshot.bytes().all(|b| b.is_ascii_digit()),
+        "{snapshot}"
+    );
+    let at = p.json(&[
+        "query",
+        "SELECT count(*) AS n FROM silver.orders",
+        "--as-of",
+        snapshot,
+    ]);
+    assert_eq!(at["rows"][0][0], 39);
 
     let validated = p.json(&["validate", "retail"]);
     let fact = validated["jobs"]

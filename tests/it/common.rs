@@ -235,10 +235,14 @@ impl Project {
 
     /// The current snapshot id of a table.
     pub fn current_snapshot(&self, table: &str) -> i64 {
-        self.json(&["describe", table])["current_snapshot_id"]
-            .as_i64()
-            .expect("table has a snapshot")
+        id(&self.json(&["describe", table])["current_snapshot_id"]).expect("table has a snapshot")
     }
+}
+
+/// A snapshot id of a `--json` document or an MCP result: a string of digits (ids are above
+/// 2^53, so never JSON numbers). `None` for null or anything else.
+pub fn id(value: &Value) -> Option<i64> {
+    value.as_str().and_then(|text| text.parse().ok())
 }
 
 /// The tables whose jobs a run report says wrote a snapshot (not `nothing new`, not `up to

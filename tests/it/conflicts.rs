@@ -64,7 +64,7 @@ fn an_append_rebases_onto_a_concurrent_append() {
     );
     let a = start_paused(&p, &["run", "load_a"]);
     let b = p.json(&["run", "load_b"]);
-    let theirs = b["jobs"][0]["snapshot_id"].as_i64().unwrap();
+    let theirs = crate::common::id(&b["jobs"][0]["snapshot_id"]).unwrap();
     let (ok, log) = a.release();
     assert!(ok, "{log}");
     assert!(
@@ -79,7 +79,7 @@ fn an_append_rebases_onto_a_concurrent_append() {
     );
     let history = p.json(&["history", "bronze.events"]);
     let last = history.as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["parent_id"].as_i64(), Some(theirs));
+    assert_eq!(crate::common::id(&last["parent_id"]), Some(theirs));
     assert_eq!(last["total_records"], 5);
     let readers = p.independent_readers();
     for reader in ["pyiceberg", "duckdb"] {
@@ -120,7 +120,7 @@ fn a_replace_of_the_same_partitions_conflicts_and_of_other_partitions_rebases() 
         "--to",
         "2026-01-01",
     ]);
-    let theirs = b["jobs"][0]["snapshot_id"].as_i64().unwrap();
+    let theirs = crate::common::id(&b["jobs"][0]["snapshot_id"]).unwrap();
     assert_ne!(theirs, before);
     let (ok, log) = a.release();
     assert!(!ok, "the conflicting backfill succeeded:\n{log}");
@@ -168,7 +168,7 @@ fn a_replace_of_the_same_partitions_conflicts_and_of_other_partitions_rebases() 
         "--to",
         "2026-01-01",
     ]);
-    let theirs = b["jobs"][0]["snapshot_id"].as_i64().unwrap();
+    let theirs = crate::common::id(&b["jobs"][0]["snapshot_id"]).unwrap();
     let (ok, log) = a.release();
     assert!(ok, "{log}");
     assert!(
@@ -177,7 +177,7 @@ fn a_replace_of_the_same_partitions_conflicts_and_of_other_partitions_rebases() 
     );
     let history = p.json(&["history", "silver.daily"]);
     let last = history.as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["parent_id"].as_i64(), Some(theirs));
+    assert_eq!(crate::common::id(&last["parent_id"]), Some(theirs));
     assert_eq!(last["total_records"], 2);
     let files = p.files("silver.daily");
     let mut days: Vec<&str> = files.values().map(|(part, _)| part.as_str()).collect();

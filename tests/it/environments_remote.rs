@@ -84,7 +84,11 @@ fn env_round_trip(p: &Project, rest: Option<&Rustberg>) {
         "{published}"
     );
     for (table, head) in heads.as_object().unwrap() {
-        assert_eq!(Some(p.current_snapshot(table)), head.as_i64(), "{table}");
+        assert_eq!(
+            Some(p.current_snapshot(table)),
+            crate::common::id(head),
+            "{table}"
+        );
     }
     assert_eq!(p.query(COUNTRIES), lowered(&upper));
     p.json(&["rollback", published["run_id"].as_str().unwrap()]);
@@ -157,14 +161,18 @@ fn s3tables_environment_run_and_publish_killed_half_way_are_completed() {
         .as_object()
         .unwrap()
         .iter()
-        .filter(|(table, head)| Some(p.current_snapshot(table)) == head.as_i64())
+        .filter(|(table, head)| Some(p.current_snapshot(table)) == crate::common::id(head))
         .count();
     assert_eq!(moved, 1, "one table's main moved before the kill");
     let run = p.run(&["run", "retail"]);
     let log = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{log}");
     for (table, head) in heads.as_object().unwrap() {
-        assert_eq!(Some(p.current_snapshot(table)), head.as_i64(), "{table}");
+        assert_eq!(
+            Some(p.current_snapshot(table)),
+            crate::common::id(head),
+            "{table}"
+        );
     }
     assert_eq!(p.query(COUNTRIES), lowered(&upper));
     let runs = p.json(&["runs"]);

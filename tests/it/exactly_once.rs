@@ -66,7 +66,7 @@ fn a_new_file_is_appended_and_recorded_in_the_same_snapshot() {
     let history = p.json(&["history", "bronze.pos_orders"]);
     let last = history.as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["operation"], "append");
-    assert_eq!(last["parent_id"].as_i64(), Some(first));
+    assert_eq!(crate::common::id(&last["parent_id"]), Some(first));
     assert_eq!(
         (
             last["added_records"].as_u64(),

@@ -60,8 +60,14 @@ fn second_run_replaces_silver_and_gold_and_keeps_old_snapshots_readable() {
     let history = p.json(&["history", "gold.customer_metrics"]);
     let snaps = history.as_array().unwrap();
     assert_eq!(snaps.len(), 2);
-    assert_eq!(snaps[0]["snapshot_id"].as_i64(), Some(first_metrics));
-    assert_eq!(snaps[1]["parent_id"].as_i64(), Some(first_metrics));
+    assert_eq!(
+        crate::common::id(&snaps[0]["snapshot_id"]),
+        Some(first_metrics)
+    );
+    assert_eq!(
+        crate::common::id(&snaps[1]["parent_id"]),
+        Some(first_metrics)
+    );
     assert_eq!(snaps[1]["operation"], "overwrite");
     assert_eq!(snaps[1]["added_records"], 12);
     assert_eq!(snaps[1]["deleted_records"], 12);
@@ -69,15 +75,24 @@ fn second_run_replaces_silver_and_gold_and_keeps_old_snapshots_readable() {
     assert_eq!(snaps[1]["current"], true);
     let history = p.json(&["history", "gold.monthly_revenue"]);
     let snaps = history.as_array().unwrap();
-    assert_eq!(snaps[1]["parent_id"].as_i64(), Some(first_revenue));
+    assert_eq!(
+        crate::common::id(&snaps[1]["parent_id"]),
+        Some(first_revenue)
+    );
     assert_eq!(snaps[1]["added_records"], 1);
     assert_eq!(snaps[1]["deleted_records"], 0);
     assert_eq!(snaps[1]["total_records"], 4);
     let history = p.json(&["history", "silver.orders"]);
     let snaps = history.as_array().unwrap();
     assert_eq!(snaps.len(), 2);
-    assert_eq!(snaps[0]["snapshot_id"].as_i64(), Some(first_orders));
-    assert_eq!(snaps[1]["parent_id"].as_i64(), Some(first_orders));
+    assert_eq!(
+        crate::common::id(&snaps[0]["snapshot_id"]),
+        Some(first_orders)
+    );
+    assert_eq!(
+        crate::common::id(&snaps[1]["parent_id"]),
+        Some(first_orders)
+    );
     assert_eq!(snaps[1]["operation"], "overwrite");
     assert_eq!(snaps[1]["added_records"], 2);
     assert_eq!(snaps[1]["deleted_records"], 0);

@@ -665,7 +665,7 @@ fn the_newest_runs_stay_undoable_whatever_their_age() {
             .unwrap()
             .iter()
             .find(|t| t["table"] == "bronze.pos_orders")
-            .and_then(|t| t["snapshot_before"].as_i64())
+            .and_then(|t| crate::common::id(&t["snapshot_before"]))
             .unwrap();
         p.json(&["maintain", "retail"]);
         let history = p.json(&["history", "bronze.pos_orders"]);
@@ -673,7 +673,7 @@ fn the_newest_runs_stay_undoable_whatever_their_age() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|s| s["snapshot_id"].as_i64() == Some(before));
+            .any(|s| crate::common::id(&s["snapshot_id"]) == Some(before));
         assert_eq!(kept, undoable, "keep_runs {keep_runs:?}: {history}");
     }
 }
@@ -736,7 +736,7 @@ fn a_rollback_within_the_default_window_still_works_after_a_year_of_ticks() {
             .unwrap()
             .iter()
             .find(|t| t["table"] == "bronze.t")
-            .and_then(|t| t[key].as_i64())
+            .and_then(|t| crate::common::id(&t[key]))
             .unwrap()
     };
     let in_history = |id: i64| {
@@ -744,7 +744,7 @@ fn a_rollback_within_the_default_window_still_works_after_a_year_of_ticks() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|s| s["snapshot_id"].as_i64() == Some(id))
+            .any(|s| crate::common::id(&s["snapshot_id"]) == Some(id))
     };
     assert!(!in_history(snapshot_of(&runs[1], "snapshot_before")));
     // The tenth newest run's rollback point is kept, whatever its age (keep_runs = 10).

@@ -54,7 +54,7 @@ fn small_manifests_are_merged_after_a_hundred_appends() {
     }
     // Time travel to before the merge still reads the old manifests.
     let history = p.json(&["history", "bronze.events"]);
-    let fiftieth = history[49]["snapshot_id"].as_i64().unwrap();
+    let fiftieth = crate::common::id(&history[49]["snapshot_id"]).unwrap();
     assert_eq!(
         p.query_as_of("SELECT count(*) FROM bronze.events", fiftieth)[0][0].as_deref(),
         Some("50")

@@ -226,6 +226,8 @@ fn an_agent_reads_the_lake_and_cannot_write_to_it() {
     let described = answer(&calls[8]);
     assert!(described["table"].to_string().contains("order_id"));
     assert_eq!(described["snapshots"].as_array().unwrap().len(), 1);
+    let id = &described["snapshots"][0]["snapshot_id"];
+    assert!(crate::common::id(id).is_some(), "ids are strings: {id}");
 
     // A write tool, called anyway: refused, and the run history did not grow.
     assert!(refused(&calls[9]).contains("--allow-write"));

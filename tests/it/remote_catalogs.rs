@@ -319,7 +319,9 @@ fn conflicts(p: &Project, rest: bool) {
     );
     let a = start_paused(p, &["run", "load_a"]);
     let theirs = p.json(&["run", "load_b"])["jobs"][0]["snapshot_id"]
-        .as_i64()
+        .as_str()
+        .unwrap()
+        .parse::<i64>()
         .unwrap();
     let (ok, log) = a.release();
     assert!(ok, "{log}");
@@ -329,7 +331,7 @@ fn conflicts(p: &Project, rest: bool) {
     );
     let history = p.json(&["history", "bronze.events"]);
     let last = history.as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["parent_id"].as_i64(), Some(theirs));
+    assert_eq!(crate::common::id(&last["parent_id"]), Some(theirs));
     assert_eq!(
         p.query("SELECT count(*), sum(amount) FROM bronze.events"),
         vec![vec![Some("4".into()), Some("100.00".into())]]
@@ -355,7 +357,9 @@ fn conflicts(p: &Project, rest: bool) {
         "--to",
         "2026-01-01",
     ])["jobs"][0]["snapshot_id"]
-        .as_i64()
+        .as_str()
+        .unwrap()
+        .parse::<i64>()
         .unwrap();
     let (ok, log) = a.release();
     assert!(!ok, "the conflicting run succeeded:\n{log}");
@@ -401,7 +405,9 @@ fn conflicts(p: &Project, rest: bool) {
         "--to",
         "2026-01-02",
     ])["jobs"][0]["snapshot_id"]
-        .as_i64()
+        .as_str()
+        .unwrap()
+        .parse::<i64>()
         .unwrap();
     let (ok, log) = a.release();
     assert!(!ok, "the conflicting backfill succeeded:\n{log}");
@@ -573,7 +579,7 @@ fn a_half_done_publish_is_rolled_back_when_another_writer_moved_one_of_its_table
     );
     let history = p.json(&["history", "bronze.events"]);
     let last = history.as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["parent_id"].as_i64(), Some(bronze_before));
+    assert_eq!(crate::common::id(&last["parent_id"]), Some(bronze_before));
     assert_eq!(
         p.query("SELECT count(*), sum(amount) FROM bronze.events"),
         vec![vec![Some("7".into()), Some("64.00".into())]]

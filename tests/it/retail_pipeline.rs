@@ -45,7 +45,7 @@ fn retail_row_counts_match_the_reference() {
     for job in jobs {
         let table = job["table"].as_str().unwrap();
         assert_eq!(
-            job["snapshot_id"].as_i64().unwrap(),
+            crate::common::id(&job["snapshot_id"]).unwrap(),
             p.current_snapshot(table),
             "{table}"
         );

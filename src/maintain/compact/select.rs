@@ -40,6 +40,7 @@ pub struct Group {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CompactionPlan {
     /// The snapshot the plan was made on.
+    #[serde(with = "crate::id_text::option", default)]
     pub snapshot: Option<i64>,
     pub groups: Vec<Group>,
     /// Live data files and data manifests of the current snapshot.
