@@ -437,26 +437,20 @@ pub enum Command {
     ///   pipeline query "SELECT month, revenue FROM gold.monthly_revenue ORDER BY month"
     ///   pipeline query --max-memory-mb 8192 --timeout 600 "SELECT ... FROM silver.orders ..."
     ///   pipeline query --env dev "SELECT country, count(*) FROM silver.customers GROUP BY 1"
+    ///   pipeline query "SELECT * FROM gold.fact_orders" --out fact_orders.parquet
+    ///   pipeline query "SELECT * FROM gold.monthly_revenue" --format csv > revenue.csv
     #[command(verbatim_doc_comment)]
-    Query {
-        /// One SELECT; tables are written namespace.table.
-        sql: String,
-        /// Read tables as of this snapshot id (time travel); see `pipeline history`.
-        #[arg(long = "as-of", value_name = "SNAPSHOT_ID")]
-        as_of: Option<i64>,
-        /// Read each table on its branch of environment NAME (`run --env NAME`), or on `main`
-        /// where the environment did not change it.
-        #[arg(long, value_name = "NAME")]
-        env: Option<String>,
-        #[arg(long)]
-        pipeline: Option<String>,
-        /// The most memory the query may hold, in MiB [default: 2048, or the query engine's
-        /// spill budget PIPELINE_MEMORY_LIMIT_MB + 1024 when that is more].
-        #[arg(long, value_name = "MIB")]
-        max_memory_mb: Option<usize>,
-        /// Stop the query after this many seconds [default: no limit].
-        #[arg(long, value_name = "SECONDS")]
-        timeout: Option<u64>,
+    Query(super::query_args::QueryArgs),
+    /// Print a shell completion script for pipeline's commands and options.
+    ///
+    /// Examples:
+    ///   pipeline completions bash > ~/.local/share/bash-completion/completions/pipeline
+    ///   pipeline completions zsh > ~/.zfunc/_pipeline     (with fpath+=~/.zfunc in .zshrc)
+    ///   pipeline completions fish > ~/.config/fish/completions/pipeline.fish
+    #[command(verbatim_doc_comment)]
+    Completions {
+        /// bash, zsh, fish, powershell or elvish.
+        shell: clap_complete::Shell,
     },
     /// One query of the MCP server, in a process of its own (internal: `pipeline mcp` starts
     /// it). Reads one SELECT on stdin; prints the capped rows as JSON.

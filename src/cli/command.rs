@@ -90,6 +90,16 @@ pub async fn execute(cli: Cli) -> Result<()> {
             let invocation = cx.invocation(&args.reason);
             maintain::maintain(&cx.project, cx.catalog_name(), args, invocation, cli.json).await
         }
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(
+                *shell,
+                &mut command,
+                "pipeline",
+                &mut crate::secrets::stdout(),
+            );
+            Ok(())
+        }
         other => read_or_serve(&cx, other).await,
     }
 }
@@ -196,18 +206,14 @@ async fn inspect_catalog(cx: &Context<'_>, command: &Command) -> Result<()> {
         }
         Command::RunInfo { run_id, pipeline } => return run_info(cx, run_id, pipeline).await,
         Command::Check { table, pipeline } => return check(cx, table, pipeline).await,
-        Command::Query {
-            sql,
-            as_of,
-            env,
-            pipeline,
-            max_memory_mb,
-            timeout,
-        } => {
-            query::ceiling(query::default_ceiling_mb(*max_memory_mb), query::CLI_HINT)?;
-            let catalog = cx.open_catalog(pipeline).await?;
-            let catalog = catalog.in_env(env.clone())?;
-            query::print_query(&catalog, sql, *as_of, *timeout, json).await?;
+        Command::Query(args) => {
+            query::ceiling(
+                query::default_ceiling_mb(args.max_memory_mb),
+                query::CLI_HINT,
+            )?;
+            let catalog = cx.open_catalog(&args.pipeline).await?;
+            let catalog = catalog.in_env(args.env.clone())?;
+            query::answer(&catalog, args, json).await?;
         }
         Command::AgentQuery {
             as_of,

@@ -9,6 +9,7 @@ pub mod args;
 pub mod cluster;
 pub mod command;
 pub mod due;
+pub mod export;
 pub mod impact_render;
 pub mod logging;
 pub mod maintain;
@@ -18,6 +19,7 @@ pub mod print_plan;
 pub mod print_runs;
 pub mod progress;
 pub mod query;
+pub mod query_args;
 pub mod run_args;
 pub mod schedule;
 

@@ -449,6 +449,23 @@ pub fn query(schema: &Schema, batches: &[RecordBatch], as_json: bool) -> Result<
     Ok(())
 }
 
+/// `pipeline query --out FILE`: what was written where.
+pub fn exported(exported: &super::export::Exported, as_json: bool) {
+    if as_json {
+        return json(exported);
+    }
+    let rows = match exported.rows {
+        1 => "1 row".to_string(),
+        n => format!("{n} rows"),
+    };
+    say!(
+        "wrote {rows} to {} ({}, {} bytes)",
+        exported.file.display(),
+        exported.format,
+        exported.bytes
+    );
+}
+
 /// `pipeline docs`: where the site is and what it holds.
 pub fn docs(site: &crate::docs::SiteReport, as_json: bool) {
     if as_json {

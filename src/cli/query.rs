@@ -7,7 +7,9 @@ use std::future::Future;
 use std::io::Read;
 use std::time::Duration;
 
+use super::export::{export, Target};
 use super::print;
+use super::query_args::{QueryArgs, QueryFormat};
 use crate::catalog::PipelineCatalog;
 use crate::engine::{memory_limit_mb, set_memory_limit_mb, MAX_SQL_BYTES};
 use crate::error::{Error, Result};
@@ -47,19 +49,46 @@ pub fn ceiling(mb: usize, hint: &str) -> Result<()> {
     Ok(())
 }
 
-/// `pipeline query`: `sql` over `catalog` (as of a snapshot), stopped after `timeout` seconds
-/// when given; the rows printed as a table or JSON.
-pub async fn print_query(
-    catalog: &PipelineCatalog,
-    sql: &str,
-    as_of: Option<i64>,
-    timeout: Option<u64>,
-    json: bool,
-) -> Result<()> {
-    let (schema, batches) = within(timeout, inspect::query(catalog, sql, as_of))
+/// `pipeline query`: the rows of `args.sql` over `catalog` (as of a snapshot), stopped after
+/// `--timeout` seconds when given: printed as a table or a JSON document, or streamed out as
+/// CSV, JSON Lines or Parquet (`--format`, `--out`).
+pub async fn answer(catalog: &PipelineCatalog, args: &QueryArgs, json: bool) -> Result<()> {
+    let implied = args.out.as_deref().and_then(QueryFormat::of_file);
+    let format = match (args.format, &args.out) {
+        (Some(format), _) => format,
+        (None, Some(out)) => implied.ok_or_else(|| {
+            Error::Usage(format!(
+                "--out {}: say the format with --format csv|json|parquet (the file name does not end in .csv, .json, .jsonl or .parquet)",
+                out.display()
+            ))
+        })?,
+        (None, None) => QueryFormat::Table,
+    };
+    if format == QueryFormat::Table {
+        if let Some(out) = &args.out {
+            return Err(Error::Usage(format!(
+                "--out {}: a file is written as csv, json or parquet (--format)",
+                out.display()
+            )));
+        }
+        let (schema, batches) =
+            within(args.timeout, inspect::query(catalog, &args.sql, args.as_of))
+                .await
+                .map_err(blame_the_query)?;
+        return print::query(&schema, &batches, json);
+    }
+    let target = Target {
+        format,
+        out: args.out.as_deref(),
+        force: args.force,
+    };
+    let exported = within(args.timeout, export(catalog, &args.sql, args.as_of, target))
         .await
         .map_err(blame_the_query)?;
-    print::query(&schema, &batches, json)
+    if let Some(exported) = exported {
+        print::exported(&exported, json);
+    }
+    Ok(())
 }
 
 /// A query that fails on its own values (a division by zero, an overflow, a cast or parse

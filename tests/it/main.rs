@@ -22,6 +22,7 @@ mod erase;
 mod erase_reach;
 mod exactly_once;
 mod expectations;
+mod export;
 mod failed_runs;
 mod full_refresh;
 mod function_length;
