@@ -18,7 +18,7 @@ use crate::engine::{
     admit, new_session, plan, register_table, table_provider, CountedTable, Entry, Refusal,
 };
 use crate::error::{Error, Result};
-use crate::spec::TableName;
+use crate::spec::{TableName, COMMENT_PROPERTY};
 
 /// One column of a table's current schema.
 #[derive(Debug, Serialize)]
@@ -28,6 +28,9 @@ pub struct ColumnInfo {
     #[serde(rename = "type")]
     pub ty: String,
     pub required: bool,
+    /// The field's Iceberg `doc`: the spec's description of the column.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub doc: Option<String>,
 }
 
 /// One table in `pipeline tables`: its size at its current snapshot and the run that wrote
@@ -100,6 +103,8 @@ async fn named(catalog: &PipelineCatalog, table: &TableName) -> Result<iceberg::
 #[derive(Debug, Serialize)]
 pub struct TableInfo {
     pub table: String,
+    /// The table's `comment` property: the spec's description (null when none).
+    pub description: Option<String>,
     pub location: String,
     pub metadata_location: String,
     pub format_version: String,
@@ -148,6 +153,7 @@ pub async fn describe(catalog: &PipelineCatalog, table: &TableName) -> Result<Ta
             name: f.name.clone(),
             ty: f.field_type.to_string(),
             required: f.required,
+            doc: f.doc.clone(),
         })
         .collect();
     let partition_spec = m
@@ -170,6 +176,7 @@ pub async fn describe(catalog: &PipelineCatalog, table: &TableName) -> Result<Ta
     };
     Ok(TableInfo {
         table: table.to_string(),
+        description: m.properties().get(COMMENT_PROPERTY).cloned(),
         location: m.location().to_string(),
         metadata_location: t.metadata_location().unwrap_or_default().to_string(),
         format_version: m.format_version().to_string(),

@@ -302,6 +302,9 @@ pub fn describe(info: &TableInfo, as_json: bool) {
         return json(info);
     }
     say!("table:            {}", info.table);
+    if let Some(description) = &info.description {
+        say!("description:      {description}");
+    }
     say!("location:         {}", info.location);
     say!("metadata:         {}", info.metadata_location);
     say!("format version:   {}", info.format_version);
@@ -340,13 +343,12 @@ pub fn describe(info: &TableInfo, as_json: bool) {
                 c.name.clone(),
                 c.ty.clone(),
                 if c.required { "required" } else { "optional" }.into(),
+                c.doc.clone().unwrap_or_default(),
             ]
         })
         .collect();
-    say_raw!(
-        "{}",
-        render_table(&strings(&["id", "column", "type", "nullability"]), &rows)
-    );
+    let header = ["id", "column", "type", "nullability", "description"];
+    say_raw!("{}", render_table(&strings(&header), &rows));
 }
 
 /// `pipeline history`.

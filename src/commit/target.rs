@@ -13,7 +13,7 @@ use iceberg::TableCreation;
 use super::widen::{type_change, TypeChange, WIDENINGS};
 use crate::catalog::PipelineCatalog;
 use crate::error::{Error, Result};
-use crate::spec::{Origin, PartitionField, TableName};
+use crate::spec::{Origin, PartitionField, TableDocs, TableName, COMMENT_PROPERTY};
 
 /// One column a job produces.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,13 +68,16 @@ impl TableTarget {
 }
 
 /// Loads `table` (or prepares its creation) with exactly `columns` and `partition_by`,
-/// evolving an existing table's schema by field id as `evolution` allows.
+/// evolving an existing table's schema by field id as `evolution` allows. The spec's `docs`
+/// are the truth of the table's words: each field's `doc` and the `comment` property are set
+/// to them, and cleared where the spec gives none. A change of words alone adds a schema with
+/// the same fields (same ids and types): the job writes as it would have.
 pub async fn prepare_target(
     catalog: &PipelineCatalog,
     table: &TableName,
     columns: &[DesiredColumn],
     partition_by: &[PartitionField],
-    properties: HashMap<String, String>,
+    docs: &TableDocs,
     evolution: &Evolution,
 ) -> Result<TableTarget> {
     let existing = catalog.load(table).await?;
@@ -84,7 +87,7 @@ pub async fn prepare_target(
         existing,
         columns,
         partition_by,
-        properties,
+        docs,
         evolution,
     )
     .await
@@ -98,13 +101,13 @@ pub async fn prepare_target_from(
     existing: Option<iceberg::table::Table>,
     columns: &[DesiredColumn],
     partition_by: &[PartitionField],
-    properties: HashMap<String, String>,
+    docs: &TableDocs,
     evolution: &Evolution,
 ) -> Result<TableTarget> {
     catalog.ensure_namespace(&table.namespace).await?;
     let existing = match existing {
         Some(existing) => existing,
-        None => match create_table(catalog, table, columns, partition_by, properties).await? {
+        None => match create_table(catalog, table, columns, partition_by, docs).await? {
             Created::AtPublish(target) => return Ok(*target),
             Created::Empty(existing) => existing,
         },
@@ -122,14 +125,15 @@ pub async fn prepare_target_from(
     };
     let same_schema = same_columns(&current_schema, columns);
     let mut builder = current.clone().into_builder(Some(base_location.clone()));
-    let schema = if same_schema {
+    let schema = if same_schema && same_docs(&current_schema, docs) {
         current_schema.as_ref().clone()
     } else {
         let ids = kept_field_ids(table, &current_schema, columns, evolution)?;
-        let schema = schema_with_ids(columns, &ids, current.last_column_id())?;
+        let schema = schema_with_ids(columns, &ids, current.last_column_id(), docs)?;
         builder = builder.add_current_schema(schema.clone())?;
         schema
     };
+    builder = with_comment(builder, &current, docs)?;
     let spec = partition_spec(table, &schema, partition_by)?;
     let current_spec = current
         .default_partition_spec()
@@ -168,15 +172,20 @@ enum Created {
 }
 
 /// Prepares the creation of `table` with `columns` (fresh field ids), `partition_by` and
-/// `properties` (format version 2).
+/// `docs` (format version 2).
 async fn create_table(
     catalog: &PipelineCatalog,
     table: &TableName,
     columns: &[DesiredColumn],
     partition_by: &[PartitionField],
-    properties: HashMap<String, String>,
+    docs: &TableDocs,
 ) -> Result<Created> {
-    let schema = schema_with_ids(columns, &[], 0)?;
+    let schema = schema_with_ids(columns, &[], 0, docs)?;
+    let properties: HashMap<String, String> = docs
+        .description
+        .iter()
+        .map(|d| (COMMENT_PROPERTY.to_string(), d.clone()))
+        .collect();
     let spec = partition_spec(table, &schema, partition_by)?;
     let creation = TableCreation::builder()
         .name(table.name.clone())
@@ -286,12 +295,50 @@ fn kept_field_ids(
 
 /// A schema with fresh field ids 1..n for `columns`.
 pub fn schema_of(columns: &[DesiredColumn]) -> Result<Schema> {
-    schema_with_ids(columns, &[], 0)
+    schema_with_ids(columns, &[], 0, &TableDocs::default())
+}
+
+/// Whether the table of `metadata` says what `docs` says: the `comment` property and each
+/// field's doc of its current schema.
+pub fn has_words(metadata: &TableMetadata, docs: &TableDocs) -> bool {
+    metadata.properties().get(COMMENT_PROPERTY) == docs.description.as_ref()
+        && same_docs(metadata.current_schema(), docs)
+}
+
+/// Whether each field of `schema` has the doc `docs` gives its column (none where none).
+fn same_docs(schema: &Schema, docs: &TableDocs) -> bool {
+    schema
+        .as_struct()
+        .fields()
+        .iter()
+        .all(|f| f.doc.as_deref() == docs.of_column(&f.name))
+}
+
+/// `builder` with the table's `comment` property set to the spec's description, or removed
+/// when the spec gives none.
+fn with_comment(
+    builder: TableMetadataBuilder,
+    current: &TableMetadata,
+    docs: &TableDocs,
+) -> Result<TableMetadataBuilder> {
+    let now = current.properties().get(COMMENT_PROPERTY);
+    Ok(match &docs.description {
+        Some(d) if now != Some(d) => {
+            builder.set_properties(HashMap::from([(COMMENT_PROPERTY.to_string(), d.clone())]))?
+        }
+        None if now.is_some() => builder.remove_properties(&[COMMENT_PROPERTY.to_string()])?,
+        _ => builder,
+    })
 }
 
 /// A schema for `columns`, column `i` keeping id `ids[i]` where given, the others numbered
-/// after `last_id`.
-fn schema_with_ids(columns: &[DesiredColumn], ids: &[Option<i32>], last_id: i32) -> Result<Schema> {
+/// after `last_id`; each field's doc is its column's description in `docs`.
+fn schema_with_ids(
+    columns: &[DesiredColumn],
+    ids: &[Option<i32>],
+    last_id: i32,
+    docs: &TableDocs,
+) -> Result<Schema> {
     let mut next = last_id;
     let fields = columns
         .iter()
@@ -306,7 +353,10 @@ fn schema_with_ids(columns: &[DesiredColumn], ids: &[Option<i32>], last_id: i32)
             } else {
                 NestedField::optional(id, &c.name, c.ty.clone())
             };
-            field.into()
+            match docs.of_column(&c.name) {
+                Some(doc) => field.with_doc(doc).into(),
+                None => field.into(),
+            }
         })
         .collect::<Vec<_>>();
     Ok(Schema::builder().with_fields(fields).build()?)

@@ -18,11 +18,9 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::inspect::{self, SnapshotInfo, TableInfo};
 use crate::lineage::{pipeline_lineage, PipelineLineage};
-use crate::plan::{validate, JobId};
+use crate::plan::{tables_read_by, validate, JobId};
 use crate::records::{QualityResult, RunRecord};
-
-use crate::engine::{admit, Entry};
-use crate::spec::{ColumnRef, Pipeline, Reader, ReaderUses, TableName};
+use crate::spec::{Pipeline, Reader, TableDocs, TableName};
 
 /// Runs shown on the runs page (the newest): a year of nightly runs stays one page.
 pub const RUNS_SHOWN: usize = 400;
@@ -48,6 +46,8 @@ pub struct TablePage {
     /// Tables it is computed from (transforms).
     pub inputs: Vec<String>,
     pub sql: Option<String>,
+    /// The spec's description of the table and its columns.
+    pub docs: TableDocs,
     /// `None` before the table exists.
     pub info: Option<TableInfo>,
     pub snapshots: Vec<SnapshotInfo>,
@@ -78,35 +78,15 @@ impl Site {
         })
     }
 
-    /// The pipeline's tables `reader` reads: those its SQL references (resolved by
-    /// DataFusion's parser, as `pipeline plan` resolves them), or those its columns name.
+    /// The pipeline's tables `reader` reads (see [`tables_read_by`]).
     pub fn tables_read_by(&self, reader: &Reader) -> Vec<String> {
-        let named: Vec<TableName> = match &reader.uses {
-            ReaderUses::Sql(sql) => tables_in(sql),
-            ReaderUses::Columns(columns) => columns
-                .iter()
-                .filter_map(|c| ColumnRef::parse(c).map(|c| c.table))
-                .collect(),
-        };
+        let named = tables_read_by(reader);
         self.tables
             .iter()
             .filter(|t| named.contains(&t.table))
             .map(|t| t.name.clone())
             .collect()
     }
-}
-
-/// The `namespace.table`s a reader's SQL references (none when the SQL gate refuses it).
-fn tables_in(sql: &str) -> Vec<TableName> {
-    admit(sql, Entry::Reader)
-        .map(|admitted| {
-            admitted
-                .tables()
-                .iter()
-                .filter_map(|t| TableName::parse(&t.to_string().to_lowercase()))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Gathers `pipeline`'s site from its spec and catalog. Reads only.
@@ -116,7 +96,7 @@ pub async fn gather(pipeline: &Pipeline) -> Result<Site> {
     let catalog = validated.catalog.clone();
     let mut tables = Vec::new();
     for job in &validated.graph.order {
-        let (table, written_by, sources, inputs, sql) = match job {
+        let (table, written_by, sources, inputs, sql, docs) = match job {
             JobId::Ingest(i) => {
                 let ingest = &pipeline.ingests[*i];
                 let by = format!(
@@ -131,6 +111,7 @@ pub async fn gather(pipeline: &Pipeline) -> Result<Site> {
                     ingest.paths.clone(),
                     Vec::new(),
                     None,
+                    ingest.docs.clone(),
                 )
             }
             JobId::Transform(i) => {
@@ -152,6 +133,7 @@ pub async fn gather(pipeline: &Pipeline) -> Result<Site> {
                     Vec::new(),
                     inputs,
                     Some(transform.sql.clone()),
+                    transform.docs.clone(),
                 )
             }
         };
@@ -171,6 +153,7 @@ pub async fn gather(pipeline: &Pipeline) -> Result<Site> {
             sources,
             inputs,
             sql,
+            docs,
             info,
             snapshots,
         });
@@ -209,29 +192,4 @@ pub async fn write_site(pipeline: &Pipeline, out: &Path) -> Result<SiteReport> {
         tables: site.tables.len(),
         runs: site.runs.len(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::tables_in;
-
-    fn mentions(sql: &str, table: &str) -> bool {
-        tables_in(sql).iter().any(|t| t.to_string() == table)
-    }
-
-    #[test]
-    fn a_table_is_mentioned_as_a_whole_name() {
-        assert!(mentions(
-            "SELECT month FROM gold.monthly_revenue",
-            "gold.monthly_revenue"
-        ));
-        assert!(mentions("select * from GOLD.X\nwhere 1=1", "gold.x"));
-        assert!(!mentions("SELECT * FROM gold.xy", "gold.x"));
-        assert!(!mentions("SELECT * FROM old_gold.x", "gold.x"));
-        // Named in a string or a comment is not read.
-        assert!(!mentions(
-            "SELECT 'gold.x' AS s FROM gold.y -- gold.x",
-            "gold.x"
-        ));
-    }
 }

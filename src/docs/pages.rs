@@ -33,7 +33,7 @@ pub fn index(site: &Site) -> String {
     let (nodes, edges, headers) = site.graph();
     body.push_str("<h2>DAG</h2>\n<div class=\"dag-box\" style=\"overflow-x:auto\">");
     body.push_str(&dag::svg(&nodes, &edges, &headers));
-    body.push_str("</div>\n<h2>Tables</h2>\n<table class=\"grid\" id=\"tables\"><tr><th>table</th><th>written by</th><th>rows</th><th>files</th><th>last run</th></tr>\n");
+    body.push_str("</div>\n<h2>Tables</h2>\n<table class=\"grid\" id=\"tables\"><tr><th>table</th><th>description</th><th>written by</th><th>rows</th><th>files</th><th>last run</th></tr>\n");
     for t in &site.tables {
         let (rows, files) = match &t.info {
             Some(i) => (i.rows.to_string(), i.data_files.to_string()),
@@ -46,9 +46,10 @@ pub fn index(site: &Site) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             body,
-            "<tr><td><a class=\"table-link\" href=\"tables/{}\">{}</a></td><td>{}</td><td class=\"num\">{rows}</td><td class=\"num\">{files}</td><td><a href=\"runs.html#{}\">{}</a></td></tr>",
+            "<tr><td><a class=\"table-link\" href=\"tables/{}\">{}</a></td><td class=\"description\">{}</td><td>{}</td><td class=\"num\">{rows}</td><td class=\"num\">{files}</td><td><a href=\"runs.html#{}\">{}</a></td></tr>",
             escape(&table_file(&t.name)),
             escape(&t.name),
+            escape(t.docs.description.as_deref().unwrap_or("")),
             escape(&t.written_by),
             escape(&last),
             escape(&last)
@@ -60,11 +61,15 @@ pub fn index(site: &Site) -> String {
 
 /// `tables/NAME.html`: schema, partitioning, SQL, column lineage, expectations, snapshots.
 pub fn table(site: &Site, t: &TablePage) -> String {
-    let mut body = format!(
-        "<h1>{}</h1>\n<p>Written by {}.</p>\n",
-        escape(&t.name),
-        escape(&t.written_by)
-    );
+    let mut body = format!("<h1>{}</h1>\n", escape(&t.name));
+    if let Some(d) = &t.docs.description {
+        let _ = writeln!(
+            body,
+            "<p class=\"description\" id=\"description\">{}</p>",
+            escape(d)
+        );
+    }
+    let _ = writeln!(body, "<p>Written by {}.</p>", escape(&t.written_by));
     push_table_info(&mut body, t);
     if let Some(sql) = &t.sql {
         let _ = writeln!(
@@ -97,15 +102,17 @@ fn push_table_info(body: &mut String, t: &TablePage) {
                 escape(&i.format_version),
                 escape(&i.metadata_location)
             );
-            body.push_str("<h2>Schema</h2>\n<table class=\"grid\" id=\"schema\"><tr><th>field id</th><th>column</th><th>type</th><th>required</th></tr>\n");
+            body.push_str("<h2>Schema</h2>\n<table class=\"grid\" id=\"schema\"><tr><th>field id</th><th>column</th><th>type</th><th>required</th><th>description</th></tr>\n");
             for c in &i.columns {
+                let doc = t.docs.of_column(&c.name).or(c.doc.as_deref());
                 let _ = writeln!(
                     body,
-                    "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"description\">{}</td></tr>",
                     c.id,
                     escape(&c.name),
                     escape(&c.ty),
-                    if c.required { "yes" } else { "" }
+                    if c.required { "yes" } else { "" },
+                    escape(doc.unwrap_or(""))
                 );
             }
             body.push_str("</table>\n<h2>Partitioning</h2>\n");

@@ -172,7 +172,7 @@ async fn bronze_target(
         live,
         &bronze_columns(job),
         &job.partition_by,
-        HashMap::new(),
+        &job.docs,
         &evolution,
     )
     .await
@@ -306,7 +306,7 @@ async fn quarantine_target(
                 &job.table.quarantine(),
                 &quarantine_columns(),
                 &[],
-                HashMap::new(),
+                &Default::default(),
                 &Evolution::Append { declared_in: None },
             )
             .await?,

@@ -5,8 +5,10 @@
 
 use std::time::Duration;
 
+use arrow::datatypes::DataType;
 use futures::StreamExt;
-use serde::Serialize;
+use rmcp::schemars;
+use serde::{Deserialize, Serialize};
 
 use crate::catalog::PipelineCatalog;
 use crate::error::{Error, Result};
@@ -34,15 +36,49 @@ impl Default for Limits {
     }
 }
 
-/// The rows of a capped query.
-#[derive(Debug, Serialize)]
+/// The rows of a capped query: what the `query` tool returns as its structured content.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CappedResult {
-    pub columns: Vec<String>,
+    /// The result's columns, in order, with their SQL types.
+    pub columns: Vec<ResultColumn>,
+    /// One array per row, values in column order: numbers (decimals exactly), booleans,
+    /// null, and text for every other type (dates, timestamps, strings).
     pub rows: Vec<serde_json::Value>,
     /// Whether rows were left out, and why (`row cap 1000`, `byte cap 1048576`).
     pub truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub truncated_by: Option<String>,
+}
+
+/// A column of a query result.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ResultColumn {
+    pub name: String,
+    /// Its SQL type: `bigint`, `decimal(22,2)`, `date`, `varchar`, `timestamp`, ...
+    #[serde(rename = "type")]
+    pub ty: String,
+}
+
+/// The SQL name of an Arrow type, as DataFusion's SQL spells it.
+fn sql_type(ty: &DataType) -> String {
+    match ty {
+        DataType::Boolean => "boolean".into(),
+        DataType::Int8 => "tinyint".into(),
+        DataType::Int16 => "smallint".into(),
+        DataType::Int32 => "int".into(),
+        DataType::Int64 => "bigint".into(),
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
+            format!("{ty}").to_lowercase()
+        }
+        DataType::Float32 => "real".into(),
+        DataType::Float64 => "double".into(),
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => format!("decimal({p},{s})"),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "varchar".into(),
+        DataType::Date32 | DataType::Date64 => "date".into(),
+        DataType::Timestamp(_, None) => "timestamp".into(),
+        DataType::Timestamp(_, Some(_)) => "timestamptz".into(),
+        other => other.to_string().to_lowercase(),
+    }
 }
 
 /// The capped rows of `sql`, read from its stream until a cap: what the child process of
@@ -54,7 +90,14 @@ pub async fn capped_rows(
     limits: Limits,
 ) -> Result<CappedResult> {
     let (schema, mut stream) = query_stream(catalog, sql, as_of).await?;
-    let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    let columns: Vec<ResultColumn> = schema
+        .fields()
+        .iter()
+        .map(|f| ResultColumn {
+            name: f.name().clone(),
+            ty: sql_type(f.data_type()),
+        })
+        .collect();
     let mut rows = Vec::new();
     let mut bytes = 0usize;
     let mut truncated_by = None;

@@ -11,12 +11,14 @@
 //! (stderr, `tracing`: tool, arguments, outcome, time).
 
 mod capped;
+mod context;
 mod isolated;
 mod read;
 mod server;
+mod words;
 mod write;
 
-pub use capped::{capped_rows, CappedResult, Limits};
+pub use capped::{capped_rows, CappedResult, Limits, ResultColumn};
 pub use server::Lake;
 
 use rmcp::ServiceExt;

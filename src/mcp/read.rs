@@ -7,8 +7,10 @@ use rmcp::{schemars, tool, tool_router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::capped::CappedResult;
+use super::context::table_context;
 use super::isolated::query_in_child;
-use super::server::{answer, Lake};
+use super::server::{answer, structured, Lake};
 use crate::error::{Error, Result};
 use crate::inspect;
 use crate::lineage::{render, LineageFormat};
@@ -115,7 +117,15 @@ impl Lake {
     }
 
     #[tool(
-        description = "Describe a table: schema with Iceberg field ids, partitioning, current snapshot, row count, and its snapshots (id, time, operation, rows, run).",
+        description = "The project's pipelines: name, description, spec file, catalog, schedule, and the tables each writes (job kind and description). Pipeline names are what plan, backfill_plan and list_runs take.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_pipelines(&self) -> CallToolResult {
+        answer(pipelines_of(self))
+    }
+
+    #[tool(
+        description = "Describe a table: what it holds in words (description, column descriptions), the pipeline and job that write it (the transform's SQL, or the ingest's source files), upstream tables it is computed from and downstream tables and declared readers that use it, its expectations with their newest results, its schema with Iceberg field ids and types, partitioning, row count, and its snapshots (id as a string, time, operation, rows, run).",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn describe_table(&self, Parameters(a): Parameters<TableArg>) -> CallToolResult {
@@ -125,18 +135,23 @@ impl Lake {
                 let catalog = self.open_catalog(None).await?;
                 let info = inspect::describe(&catalog, &table).await?;
                 let snapshots = inspect::history(&catalog, &table).await?;
-                Ok(json!({"table": info, "snapshots": snapshots}))
+                let catalog_name = self.catalog_name();
+                let context =
+                    table_context(self.project(), catalog_name.as_deref(), &catalog, &table)
+                        .await?;
+                Ok(json!({"context": context, "table": info, "snapshots": snapshots}))
             }
             .await,
         )
     }
 
     #[tool(
-        description = "Run one read-only SELECT over catalog tables (namespace.table). Returns columns and rows as JSON, capped in rows and bytes (the result says when it was cut), within a timeout and a memory ceiling (a query past either is stopped with an error saying so; narrow it and call again). DDL, DML, COPY and file or URL tables are refused.",
-        annotations(read_only_hint = true, open_world_hint = false)
+        description = "Run one read-only SELECT over catalog tables (namespace.table). Returns the columns with their SQL types and the rows (structured content), capped in rows and bytes (the result says when it was cut), within a timeout and a memory ceiling (a query past either is stopped with an error saying so; narrow it and call again). DDL, DML, COPY and file or URL tables are refused.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = rmcp::handler::server::common::schema_for_output::<CappedResult>()
     )]
     async fn query(&self, Parameters(a): Parameters<QueryArgs>) -> CallToolResult {
-        answer(
+        structured(
             async {
                 let catalog = self.catalog_name();
                 query_in_child(
@@ -280,4 +295,37 @@ impl Lake {
             .await,
         )
     }
+}
+
+/// Every pipeline of the project: what `list_pipelines` returns.
+fn pipelines_of(lake: &Lake) -> Result<Vec<Value>> {
+    let catalog = lake.catalog_name();
+    let mut out = Vec::new();
+    for name in crate::spec::list_pipelines(lake.project()) {
+        let spec = crate::spec::load_with_catalog(lake.project(), &name, catalog.as_deref())?;
+        let file = spec
+            .file
+            .strip_prefix(&spec.project_dir)
+            .unwrap_or(&spec.file);
+        let ingests = spec.ingests.iter().map(|i| ("ingest", &i.table, &i.docs));
+        let transforms = spec
+            .transforms
+            .iter()
+            .map(|t| ("transform", &t.table, &t.docs));
+        let tables: Vec<Value> = ingests
+            .chain(transforms)
+            .map(|(job, table, docs)| {
+                json!({"table": table.to_string(), "job": job, "description": docs.description})
+            })
+            .collect();
+        out.push(json!({
+            "pipeline": spec.name,
+            "description": spec.description,
+            "spec_file": file.display().to_string(),
+            "catalog": spec.catalog.describe(),
+            "schedule": spec.schedule.as_ref().map(|s| json!({"cron": s.cron_text, "timezone": s.timezone.name()})),
+            "tables": tables,
+        }));
+    }
+    Ok(out)
 }

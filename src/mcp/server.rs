@@ -16,6 +16,7 @@ use rmcp::{tool_handler, ErrorData, RoleServer, ServerHandler};
 use serde::Serialize;
 
 use super::capped::Limits;
+use super::words::agent_words;
 use crate::catalog::{open_project_catalog, PipelineCatalog};
 use crate::error::{Error, Result};
 use crate::secrets::redact;
@@ -98,7 +99,22 @@ pub(super) fn answer<T: Serialize>(result: Result<T>) -> CallToolResult {
         Ok(value) => CallToolResult::success(vec![ContentBlock::text(
             redact(&serde_json::to_string_pretty(&value).unwrap_or_default()).into_owned(),
         )]),
-        Err(e) => refusal(format!("error: {e}")),
+        Err(e) => refusal(format!("error: {}", agent_words(&e.to_string()))),
+    }
+}
+
+/// A tool's answer as structured content (a JSON object matching the tool's output schema),
+/// also given as JSON text for clients that read text; secrets redacted in both.
+pub(super) fn structured(result: Result<serde_json::Value>) -> CallToolResult {
+    match result {
+        Ok(value) => {
+            let text = redact(&serde_json::to_string(&value).unwrap_or_default()).into_owned();
+            let value = serde_json::from_str(&text).unwrap_or(value);
+            let mut result = CallToolResult::structured(value);
+            result.content = vec![ContentBlock::text(text)];
+            result
+        }
+        Err(e) => refusal(format!("error: {}", agent_words(&e.to_string()))),
     }
 }
 

@@ -16,7 +16,9 @@ use iceberg::table::Table;
 use sha2::{Digest, Sha256};
 
 use crate::commit::summary::{INPUTS, TRANSFORM};
-use crate::commit::{data_changes, file_times, only_replaced_since, FileTimes, PartitionRange};
+use crate::commit::{
+    data_changes, file_times, has_words, only_replaced_since, FileTimes, PartitionRange,
+};
 use crate::error::Result;
 use crate::spec::{violation_predicate, Grain, TableName, TransformJob, TransformMode};
 
@@ -169,6 +171,10 @@ fn changed_inputs<'a>(
     if summary.get(TRANSFORM) != Some(&fingerprint(job)) {
         return ControlFlow::Break(Scope::Full("SQL or partitioning changed".into()));
     }
+    // The words live in the table's schema and properties: written with a new version of it.
+    if current.is_some_and(|m| !has_words(m, &job.docs)) {
+        return ControlFlow::Break(Scope::Full("descriptions changed".into()));
+    }
     let mut changed = Vec::new();
     for (name, table) in inputs {
         match recorded.get(&name.to_string()) {
@@ -273,6 +279,7 @@ mod tests {
             },
             drops: Vec::new(),
             erase: Default::default(),
+            docs: Default::default(),
         }
     }
 

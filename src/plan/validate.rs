@@ -180,6 +180,8 @@ async fn validate_transform(
     let session = session_over(schemas, &parsed.inputs)?;
     let logical = logical_plan(&session, job, parsed).await?;
     let columns = output_columns(job, &logical)?;
+    job.docs
+        .check_columns(&job.table, columns.iter().map(|c| c.name.as_str()))?;
     let lineage = query_lineage(&logical);
     let schema = schema_to_arrow_schema(&schema_of(&columns)?)?;
     check_partition_by(job, &columns, &schema)?;

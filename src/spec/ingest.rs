@@ -87,6 +87,8 @@ pub struct IngestJob {
     /// `erase = { customer_id = "cust_no" }`: in `pipeline erase` conditions, the subject
     /// column (key) is this table's column (value).
     pub erase: std::collections::BTreeMap<String, String>,
+    /// `description` and `[ingest.columns]`: the table's comment and its fields' docs.
+    pub docs: super::TableDocs,
 }
 
 /// Lineage columns every bronze row carries, after the declared ones.

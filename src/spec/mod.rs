@@ -8,6 +8,7 @@
 mod catalog;
 mod column;
 mod column_type;
+mod docs;
 mod engine;
 mod expect;
 mod ingest;
@@ -27,6 +28,7 @@ pub use catalog::{
 };
 pub use column::ColumnRef;
 pub use column_type::{ColumnType, TYPE_NAMES};
+pub use docs::{ColumnDoc, TableDocs, COMMENT_PROPERTY};
 pub use engine::{scheduler_url, BallistaEngine, Engine};
 pub use expect::{
     parse_duration_micros, parse_fraction, violation_predicate, Check, ExpectAction, Expectation,

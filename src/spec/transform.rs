@@ -44,6 +44,8 @@ pub struct TransformJob {
     /// `erase = { customer_id = "buyer_id" }`: in `pipeline erase` conditions, the subject
     /// column (key) is this table's column (value).
     pub erase: std::collections::BTreeMap<String, String>,
+    /// `description` and `[transform.columns]`: the table's comment and its fields' docs.
+    pub docs: super::TableDocs,
 }
 
 impl TransformJob {

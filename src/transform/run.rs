@@ -141,13 +141,15 @@ async fn rewrite_target(
         .as_ref()
         .map(|t| renames(&recorded_on(t.metadata()), lineage, &facts.renames))
         .unwrap_or_default();
+    job.docs
+        .check_columns(&job.table, columns.iter().map(|c| c.name.as_str()))?;
     prepare_target_from(
         &ctx.catalog,
         &job.table,
         existing,
         columns,
         &job.partition_by,
-        HashMap::new(),
+        &job.docs,
         &Evolution::Rewrite { renamed },
     )
     .await
@@ -183,7 +185,7 @@ async fn quarantine_target(
         &q_table,
         &drop::quarantine_columns(columns),
         &job.partition_by,
-        HashMap::new(),
+        &Default::default(),
         &Evolution::Rewrite {
             renamed: BTreeMap::new(),
         },

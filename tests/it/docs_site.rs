@@ -117,6 +117,10 @@ fn the_docs_site_opens_from_disk_in_a_browser() {
         "data-from=\"gold.monthly_revenue\" data-to=\"reader:finance dashboard: monthly revenue\""
     ));
     assert!(!index.contains("data-from=\"bronze.customers\" data-to=\"gold.fact_orders\""));
+    // The spec's descriptions: of tables in the list, of columns on the table's page.
+    assert!(index.contains(
+        "<td class=\"description\">Orders, customers and revenue per month; cancelled orders left out</td>"
+    ));
 
     // A table page: the column's sources (gold_fact_orders.sql: `c.name AS customer_name`).
     let fact = headless(
@@ -127,6 +131,12 @@ fn the_docs_site_opens_from_disk_in_a_browser() {
     );
     assert!(fact.contains("data-column=\"gold.fact_orders.customer_name\" data-upstream=\"silver.customers.name\""), "{fact}");
     assert!(fact.contains("LEFT JOIN silver.customers"));
+    assert!(
+        fact.contains(
+            "<td class=\"description\">quantity * unit_price, in the order's currency</td>"
+        ),
+        "{fact}"
+    );
     // The run, on the runs page and linked from the table's snapshot.
     let runs = headless(&browser, &profile, &["--dump-dom"], &site.join("runs.html"));
     assert!(

@@ -34,7 +34,7 @@ fn unknown_key_names_file_line_and_column() {
     let p = project_with(&format!("{INGEST}partiton_by = [\"v\"]\n"), &[]);
     assert_eq!(
         error_of(&p, "validate"),
-        "error: pipelines/p.toml:9:1: unknown field `partiton_by`, expected one of `table`, `format`, `path`, `schema`, `partition_by`, `on_bad_record`, `schema_evolution`, `delimiter`, `quote`, `header`, `null_values`, `target_file_size_mb`, `erase`, `description`"
+        "error: pipelines/p.toml:9:1: unknown field `partiton_by`, expected one of `table`, `format`, `path`, `schema`, `partition_by`, `on_bad_record`, `schema_evolution`, `delimiter`, `quote`, `header`, `null_values`, `target_file_size_mb`, `erase`, `description`, `columns`"
     );
 }
 

@@ -99,3 +99,41 @@ pub(super) fn erase_columns(
     }
     Ok(out)
 }
+
+/// `description` and `columns` (column name = text) of a job: the table's words.
+pub(super) fn table_docs(
+    at: &Positions,
+    description: &Option<Spanned<String>>,
+    columns: &Option<Spanned<indexmap::IndexMap<String, Spanned<String>>>>,
+) -> Result<crate::spec::TableDocs> {
+    let words = |text: &Spanned<String>, what: &str| {
+        let trimmed = text.get_ref().trim();
+        if trimmed.is_empty() {
+            return Err(at.error(
+                text.span(),
+                format!("{what}: empty; say what it holds, or leave the key out"),
+                None,
+            ));
+        }
+        Ok(trimmed.to_string())
+    };
+    let description = match description {
+        Some(d) => Some(words(d, "description")?),
+        None => None,
+    };
+    let mut docs = Vec::new();
+    for (column, text) in columns.iter().flat_map(|m| m.get_ref()) {
+        let (line, col) = at.line_col(text.span().start);
+        docs.push(crate::spec::ColumnDoc {
+            column: column.clone(),
+            text: words(text, &format!("columns.{column}"))?,
+            line,
+            col,
+        });
+    }
+    Ok(crate::spec::TableDocs {
+        description,
+        columns: docs,
+        file: at.file.clone(),
+    })
+}

@@ -1,6 +1,8 @@
 //! `[[ingest]]`: source files into a bronze table.
 
-use super::fields::{erase_columns, partition_fields, single_byte, table_name, target_size};
+use super::fields::{
+    erase_columns, partition_fields, single_byte, table_docs, table_name, target_size,
+};
 use super::position::Positions;
 use super::raw::{OneOrMany, RawIngest};
 use crate::error::Result;
@@ -53,6 +55,9 @@ pub(super) fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
     let partition_by = partition_by(at, raw, &columns)?;
     let on_bad_record = on_bad_record(at, raw)?;
     let schema_evolution = schema_evolution(at, raw, format)?;
+    let docs = table_docs(at, &raw.description, &raw.columns)?;
+    let names = columns.iter().map(|c| c.name.as_str());
+    docs.check_columns(&table, names.chain(crate::spec::LINEAGE_COLUMNS))?;
     Ok(IngestJob {
         table,
         format,
@@ -69,6 +74,7 @@ pub(super) fn ingest_job(at: &Positions, raw: &RawIngest) -> Result<IngestJob> {
         target_file_size: target_size(&raw.target_file_size_mb, at)?,
         origin: at.origin(raw.table.span()),
         erase: erase_columns(&raw.erase, at)?,
+        docs,
     })
 }
 

@@ -173,8 +173,8 @@ pub(super) struct RawIngest {
     pub null_values: Option<Vec<String>>,
     pub target_file_size_mb: Option<Spanned<u64>>,
     pub erase: Option<Spanned<IndexMap<String, Spanned<String>>>>,
-    #[allow(dead_code)]
-    pub description: Option<String>,
+    pub description: Option<Spanned<String>>,
+    pub columns: Option<Spanned<IndexMap<String, Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]
@@ -188,6 +188,6 @@ pub(super) struct RawTransform {
     pub incremental_by: Option<Spanned<IndexMap<String, Spanned<String>>>>,
     pub target_file_size_mb: Option<Spanned<u64>>,
     pub erase: Option<Spanned<IndexMap<String, Spanned<String>>>>,
-    #[allow(dead_code)]
-    pub description: Option<String>,
+    pub description: Option<Spanned<String>>,
+    pub columns: Option<Spanned<IndexMap<String, Spanned<String>>>>,
 }

@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use super::fields::{erase_columns, io_reason, partition_fields, table_name, target_size};
+use super::fields::{
+    erase_columns, io_reason, partition_fields, table_docs, table_name, target_size,
+};
 use super::position::{display_path_in, Positions};
 use super::raw::RawTransform;
 use crate::error::Result;
@@ -40,6 +42,7 @@ pub(super) fn transform_job(
         origin: at.origin(raw.table.span()),
         drops: Vec::new(),
         erase: erase_columns(&raw.erase, at)?,
+        docs: table_docs(at, &raw.description, &raw.columns)?,
     })
 }
 
