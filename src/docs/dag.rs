@@ -1,8 +1,10 @@
 //! The pipeline's DAG as an SVG picture, laid out here (no Graphviz): one column per stage,
 //! left to right (source files, bronze, silver, gold, then the declared readers), nodes
-//! stacked in each column in spec order, edges as curves from the right side of a node to
-//! the left side of the next. Every node and edge carries `data-` attributes naming what it
-//! is, so a test (or a script) can read the picture.
+//! stacked in each column in spec order. An edge between neighbouring columns is a curve in
+//! the gap between them; an edge that skips columns runs in a lane of its own below every
+//! box, so no edge crosses a box. The picture scales down to the page's width (never cut
+//! off). Every node and edge carries `data-` attributes naming what it is, so a test (or a
+//! script) can read the picture.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -25,12 +27,14 @@ pub struct Node {
     pub class: String,
 }
 
-const NODE_W: f64 = 210.0;
+const NODE_W: f64 = 190.0;
 const NODE_H: f64 = 44.0;
-const COL_GAP: f64 = 90.0;
+const COL_GAP: f64 = 60.0;
 const ROW_GAP: f64 = 18.0;
 const MARGIN: f64 = 20.0;
 const HEADER: f64 = 28.0;
+/// The height of the lane of one edge that skips columns.
+const LANE: f64 = 10.0;
 
 /// The SVG of `nodes` joined by `edges` (`from id`, `to id`), with `headers` over the columns.
 pub fn svg(nodes: &[Node], edges: &[(String, String)], headers: &[String]) -> String {
@@ -46,9 +50,21 @@ pub fn svg(nodes: &[Node], edges: &[(String, String)], headers: &[String]) -> St
     }
     let tallest = rows_in.values().copied().max().unwrap_or(0) as f64;
     let width = 2.0 * MARGIN + columns as f64 * NODE_W + columns.saturating_sub(1) as f64 * COL_GAP;
-    let height = 2.0 * MARGIN + HEADER + tallest * (NODE_H + ROW_GAP);
+    let column_of: BTreeMap<&str, usize> =
+        nodes.iter().map(|n| (n.id.as_str(), n.column)).collect();
+    let skipping = edges
+        .iter()
+        .filter(
+            |(f, t)| match (column_of.get(f.as_str()), column_of.get(t.as_str())) {
+                (Some(a), Some(b)) => *b != a + 1,
+                _ => false,
+            },
+        )
+        .count();
+    let lanes_top = MARGIN + HEADER + tallest * (NODE_H + ROW_GAP);
+    let height = lanes_top + skipping as f64 * LANE + MARGIN;
     let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"dag\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" role=\"img\" aria-label=\"pipeline DAG\">\n"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"dag\" width=\"100%\" style=\"max-width:{width:.0}px\" viewBox=\"0 0 {width:.0} {height:.0}\" role=\"img\" aria-label=\"pipeline DAG\">\n"
     );
     for (c, h) in headers.iter().enumerate().take(columns) {
         let x = MARGIN + c as f64 * (NODE_W + COL_GAP) + NODE_W / 2.0;
@@ -59,29 +75,60 @@ pub fn svg(nodes: &[Node], edges: &[(String, String)], headers: &[String]) -> St
             escape(h)
         );
     }
+    edge_paths(&mut out, edges, &at, &column_of, lanes_top);
+    out.push_str("<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" class=\"arrow\"/></marker></defs>\n");
+    boxes(&mut out, nodes, &at);
+    out.push_str("</svg>\n");
+    out
+}
+
+/// The edges: between neighbouring columns a curve in the gap; one that skips columns
+/// through the gaps and a lane of its own below every box (lanes from `lanes_top` down).
+fn edge_paths(
+    out: &mut String,
+    edges: &[(String, String)],
+    at: &BTreeMap<&str, (f64, f64)>,
+    column_of: &BTreeMap<&str, usize>,
+    lanes_top: f64,
+) {
+    let mut lane = 0;
     for (from, to) in edges {
         let (Some(&(x1, y1)), Some(&(x2, y2))) = (at.get(from.as_str()), at.get(to.as_str()))
         else {
             continue;
         };
         let (sx, sy) = (x1 + NODE_W, y1 + NODE_H / 2.0);
-        // Between columns: from the right side to the left side. Within a column (a gold
-        // table read by another): a bracket out to the right and back in.
-        let (ex, ey, c1, c2) = if x2 > x1 {
-            let bend = (x2 - sx).max(40.0) / 2.0;
-            (x2, y2 + NODE_H / 2.0, sx + bend, x2 - bend)
+        let (ex, ey) = (x2, y2 + NODE_H / 2.0);
+        let next_column = column_of[from.as_str()] + 1 == column_of[to.as_str()];
+        let d = if next_column {
+            // In the gap between two columns: from the right side to the left side.
+            let bend = (ex - sx).max(40.0) / 2.0;
+            format!(
+                "M{sx:.1},{sy:.1} C{:.1},{sy:.1} {:.1},{ey:.1} {ex:.1},{ey:.1}",
+                sx + bend,
+                ex - bend
+            )
         } else {
-            let out_to = sx + COL_GAP * 0.45;
-            (x2 + NODE_W, y2 + NODE_H / 2.0, out_to, out_to)
+            // Out into the gap, down to a lane of its own below every box, along it, and up
+            // in the gap before the target.
+            let y = lanes_top + lane as f64 * LANE + LANE / 2.0;
+            lane += 1;
+            let (gx1, gx2) = (sx + COL_GAP * 0.35, ex - COL_GAP * 0.35);
+            format!(
+                "M{sx:.1},{sy:.1} L{gx1:.1},{sy:.1} L{gx1:.1},{y:.1} L{gx2:.1},{y:.1} L{gx2:.1},{ey:.1} L{ex:.1},{ey:.1}"
+            )
         };
         let _ = writeln!(
             out,
-            "<path class=\"edge\" data-from=\"{}\" data-to=\"{}\" d=\"M{sx:.1},{sy:.1} C{c1:.1},{sy:.1} {c2:.1},{ey:.1} {ex:.1},{ey:.1}\" marker-end=\"url(#arrow)\"/>",
+            "<path class=\"edge\" data-from=\"{}\" data-to=\"{}\" d=\"{d}\" marker-end=\"url(#arrow)\"/>",
             escape(from),
             escape(to),
         );
     }
-    out.push_str("<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" class=\"arrow\"/></marker></defs>\n");
+}
+
+/// The boxes, each a link to its page when it has one.
+fn boxes(out: &mut String, nodes: &[Node], at: &BTreeMap<&str, (f64, f64)>) {
     for n in nodes {
         let (x, y) = at[n.id.as_str()];
         let open = match &n.href {
@@ -91,19 +138,18 @@ pub fn svg(nodes: &[Node], edges: &[(String, String)], headers: &[String]) -> St
         let close = if n.href.is_some() { "</a>" } else { "" };
         let _ = writeln!(
             out,
-            "{open}<g class=\"node {}\" data-node=\"{}\"><rect x=\"{x:.0}\" y=\"{y:.0}\" width=\"{NODE_W:.0}\" height=\"{NODE_H:.0}\" rx=\"6\"/><text x=\"{:.0}\" y=\"{:.0}\" class=\"label\">{}</text><text x=\"{:.0}\" y=\"{:.0}\" class=\"detail\">{}</text></g>{close}",
+            "{open}<g class=\"node {}\" data-node=\"{}\"><title>{}</title><rect x=\"{x:.0}\" y=\"{y:.0}\" width=\"{NODE_W:.0}\" height=\"{NODE_H:.0}\" rx=\"6\"/><text x=\"{:.0}\" y=\"{:.0}\" class=\"label\">{}</text><text x=\"{:.0}\" y=\"{:.0}\" class=\"detail\">{}</text></g>{close}",
             escape(&n.class),
             escape(&n.id),
+            escape(&format!("{} {}", n.label, n.detail)),
             x + 10.0,
             y + 18.0,
-            escape(&clip(&n.label, 30)),
+            escape(&clip(&n.label, 26)),
             x + 10.0,
             y + 35.0,
-            escape(&clip(&n.detail, 34)),
+            escape(&clip(&n.detail, 30)),
         );
     }
-    out.push_str("</svg>\n");
-    out
 }
 
 /// `text` cut to `n` characters with an ellipsis (the full text is on the table page).
@@ -137,21 +183,21 @@ mod tests {
         let edges = vec![("a".into(), "c".into()), ("c".into(), "d<&>".into())];
         let headers: Vec<String> = ["one", "two", "three"].map(String::from).to_vec();
         let svg = svg(&nodes, &edges, &headers);
-        // a at (20, 48); c is the second node of column 1: (320, 110).
+        // a at (20, 48); c is the second node of column 1: (270, 110).
         assert!(
-            svg.contains("data-node=\"a\"><rect x=\"20\" y=\"48\""),
+            svg.contains("data-node=\"a\"><title>a </title><rect x=\"20\" y=\"48\""),
             "{svg}"
         );
         assert!(
-            svg.contains("data-node=\"c\"><rect x=\"320\" y=\"110\""),
+            svg.contains("data-node=\"c\"><title>c </title><rect x=\"270\" y=\"110\""),
             "{svg}"
         );
-        // The edge a -> c starts at a's right middle (230, 70) and ends at c's left (320, 132).
+        // The edge a -> c starts at a's right middle (210, 70) and ends at c's left (270, 132).
         assert!(
-            svg.contains("data-from=\"a\" data-to=\"c\" d=\"M230.0,70.0"),
+            svg.contains("data-from=\"a\" data-to=\"c\" d=\"M210.0,70.0"),
             "{svg}"
         );
-        assert!(svg.contains(" 320.0,132.0\""), "{svg}");
+        assert!(svg.contains(" 270.0,132.0\""), "{svg}");
         // Names are escaped, and an edge to an unknown node is left out.
         assert!(svg.contains("data-node=\"d&lt;&amp;&gt;\""));
         let lone = super::svg(&nodes, &[("a".into(), "zz".into())], &[]);

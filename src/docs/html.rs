@@ -22,6 +22,10 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin:
 header { background: #1d2330; color: #fff; padding: 10px 24px; display: flex; gap: 24px; align-items: baseline; }
 header a { color: #cfe1ff; text-decoration: none; }
 header .title { font-weight: 600; font-size: 16px; }
+header form.search { margin-left: auto; } header input[type=search] { width: 280px; padding: 4px 8px; border-radius: 4px; border: 0; }
+section.column { background: #fff; border: 1px solid #dde2ea; padding: 6px 12px; margin: 8px 0; }
+section.column h3 { font-size: 15px; margin: 4px 0; } section.column:target { border-color: #4a78b0; box-shadow: 0 0 0 2px #cfe1ff; }
+.description { color: #333b48; } li.hit { margin: 2px 0; }
 main { padding: 16px 24px 40px; }
 h1 { font-size: 22px; margin: 8px 0 12px; } h2 { font-size: 17px; margin: 24px 0 8px; }
 table.grid { border-collapse: collapse; background: #fff; }
@@ -37,16 +41,18 @@ svg.dag .node.reader rect { fill: #e8f1fb; stroke: #4a78b0; }
 svg.dag .label { font-size: 13px; font-weight: 600; fill: #1d2330; } svg.dag .detail { font-size: 11px; fill: #5a6270; }
 svg.dag .column-header { font-size: 12px; fill: #5a6270; text-transform: uppercase; letter-spacing: .06em; }
 svg.dag .edge { fill: none; stroke: #9aa3b0; stroke-width: 1.4; } svg.dag .arrow { fill: #9aa3b0; }
-svg.chart .bar-rows { fill: #6b8fc9; } svg.chart .bar-secs { fill: #d9a441; } svg.chart text { font-size: 10px; fill: #5a6270; }
+svg.chart .bar-rows { fill: #6b8fc9; } svg.chart .bar-secs { fill: #d9a441; } svg.chart text { font-size: 11px; fill: #5a6270; }
+svg.chart .axis { stroke: #8c95a3; } svg.chart .grid { stroke: #e3e7ee; }
 "#;
 
 /// A complete page: `title`, the site header linking home (`root`: the relative path to the
 /// site's root folder, "" or "../"), and `body`.
 pub fn page(pipeline: &str, title: &str, root: &str, body: &str) -> String {
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title} · {pipeline}</title><style>{STYLE}</style></head>\n<body><header><span class=\"title\">pipeline {pipeline}</span><a href=\"{root}index.html\">DAG and tables</a><a href=\"{root}runs.html\">runs</a></header>\n<main>\n{body}\n</main></body></html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title} · {pipeline}</title><style>{STYLE}</style></head>\n<body><header><span class=\"title\">pipeline {pipeline}</span><a href=\"{root}index.html\">DAG and tables</a><a href=\"{root}runs.html\">runs</a>{search}</header>\n<main>\n{body}\n</main></body></html>\n",
         title = escape(title),
         pipeline = escape(pipeline),
+        search = super::search::search_box(root),
     )
 }
 

@@ -6,9 +6,12 @@
 //! changed, checks, how to undo; a chart of rows and seconds per run). A face over the same
 //! library calls as the command line and the MCP server.
 
+mod chart;
+mod columns;
 mod dag;
 mod html;
 mod pages;
+mod search;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,14 +1,13 @@
 //! The site's pages, rendered from what [`super::Site`] gathered: the index (DAG and tables),
 //! one page per table, and the runs.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::dag::{self, Node};
 use super::html::{escape, page};
 use super::{Site, TablePage};
-use crate::lineage::{render, LineageFormat};
 use crate::records::RunRecord;
-use crate::spec::ColumnRef;
 
 /// The file name of `table`'s page, under `tables/`.
 pub fn table_file(table: &str) -> String {
@@ -30,6 +29,7 @@ pub fn index(site: &Site) -> String {
     if let Some(d) = &site.pipeline.description {
         let _ = writeln!(body, "<p>{}</p>", escape(d));
     }
+    body.push_str(&super::search::results_section(site));
     let (nodes, edges, headers) = site.graph();
     body.push_str("<h2>DAG</h2>\n<div class=\"dag-box\" style=\"overflow-x:auto\">");
     body.push_str(&dag::svg(&nodes, &edges, &headers));
@@ -78,7 +78,8 @@ pub fn table(site: &Site, t: &TablePage) -> String {
             escape(sql)
         );
     }
-    push_lineage(&mut body, site, t);
+    super::columns::push_columns(&mut body, site, t);
+    super::columns::push_used_by(&mut body, site, t);
     push_expectations(&mut body, site, t);
     push_snapshots(&mut body, t);
     page(&site.pipeline.name, &t.name, "../", &body)
@@ -107,8 +108,9 @@ fn push_table_info(body: &mut String, t: &TablePage) {
                 let doc = t.docs.of_column(&c.name).or(c.doc.as_deref());
                 let _ = writeln!(
                     body,
-                    "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"description\">{}</td></tr>",
+                    "<tr><td class=\"num\">{}</td><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td class=\"description\">{}</td></tr>",
                     c.id,
+                    super::columns::column_anchor(&c.name),
                     escape(&c.name),
                     escape(&c.ty),
                     if c.required { "yes" } else { "" },
@@ -122,44 +124,6 @@ fn push_table_info(body: &mut String, t: &TablePage) {
                 let fields: Vec<String> = i.partition_spec.iter().map(|p| escape(p)).collect();
                 let _ = writeln!(body, "<p>{}</p>", fields.join(", "));
             }
-        }
-    }
-}
-
-/// Each column's lineage tree, with the columns it is computed from (nothing when the table
-/// has no lineage).
-fn push_lineage(body: &mut String, site: &Site, t: &TablePage) {
-    if let Some(columns) = site.lineage.tables.get(&t.table) {
-        body.push_str("<h2>Column lineage</h2>\n<p class=\"muted\">Each column's sources, through every transform, down to the source files' fields.</p>\n");
-        for c in columns {
-            let root = ColumnRef::new(&t.table, c);
-            let tree = render(
-                &site.lineage,
-                std::slice::from_ref(&root),
-                LineageFormat::Text,
-            );
-            let upstream: Vec<String> = site
-                .lineage
-                .upstream(&root)
-                .iter()
-                .map(|u| u.to_string())
-                .collect();
-            let from = if upstream.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " <span class=\"muted\">&larr; {}</span>",
-                    escape(&upstream.join(", "))
-                )
-            };
-            let _ = writeln!(
-                body,
-                "<details class=\"lineage\" data-column=\"{}\" data-upstream=\"{}\"><summary>{}{from}</summary><pre>{}</pre></details>",
-                escape(&root.to_string()),
-                escape(&upstream.join(" ")),
-                escape(c),
-                escape(&tree)
-            );
         }
     }
 }
@@ -270,7 +234,7 @@ pub fn runs(site: &Site) -> String {
         site.runs.len()
     );
     body.push_str("<h2>Rows written and seconds per run</h2>\n");
-    body.push_str(&chart(&site.runs));
+    body.push_str(&super::chart::chart(&site.runs, seconds));
     body.push_str("<h2>Receipts</h2>\n<table class=\"grid\" id=\"runs\"><tr><th>run</th><th>kind</th><th>finished</th><th>who, why</th><th>what changed</th><th>checks</th><th>undo</th></tr>\n");
     for r in &site.runs {
         let mut who = format!(
@@ -335,53 +299,13 @@ pub fn runs(site: &Site) -> String {
     page(&site.pipeline.name, "runs", "", &body)
 }
 
-/// Two bars per run, oldest left: rows the run's tables hold after it (blue, scaled to the
-/// largest) and its seconds (amber, scaled likewise).
-fn chart(runs: &[RunRecord]) -> String {
-    let oldest_first: Vec<&RunRecord> = runs.iter().rev().collect();
-    let rows: Vec<f64> = oldest_first
-        .iter()
-        .map(|r| r.tables.iter().map(|t| t.rows as f64).sum())
-        .collect();
-    let secs: Vec<f64> = oldest_first.iter().map(|r| seconds(r)).collect();
-    let max_rows = rows.iter().cloned().fold(1.0, f64::max);
-    let max_secs = secs.iter().cloned().fold(0.001, f64::max);
-    let (h, slot) = (120.0, 22.0);
-    let width = 60.0 + slot * oldest_first.len().max(1) as f64;
-    let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"{width:.0}\" height=\"{:.0}\" role=\"img\" aria-label=\"rows and seconds per run\">\n<text x=\"4\" y=\"12\">rows (max {max_rows:.0}) / seconds (max {max_secs:.1})</text>\n",
-        h + 40.0
-    );
-    for (i, r) in oldest_first.iter().enumerate() {
-        let x = 40.0 + slot * i as f64;
-        let rh = h * rows[i] / max_rows;
-        let sh = h * secs[i] / max_secs;
-        let _ = writeln!(
-            out,
-            "<g class=\"run-bars\" data-run=\"{}\" data-rows=\"{}\" data-seconds=\"{:.3}\"><title>{} {}: {} rows, {:.1} s</title><rect class=\"bar-rows\" x=\"{x:.0}\" y=\"{:.1}\" width=\"8\" height=\"{rh:.1}\"/><rect class=\"bar-secs\" x=\"{:.0}\" y=\"{:.1}\" width=\"8\" height=\"{sh:.1}\"/></g>",
-            escape(&r.run_id),
-            rows[i],
-            secs[i],
-            escape(&r.kind.to_string()),
-            escape(&r.run_id),
-            rows[i],
-            secs[i],
-            20.0 + h - rh,
-            x + 9.0,
-            20.0 + h - sh,
-        );
-    }
-    out.push_str("</svg>\n");
-    out
-}
-
 /// The DAG's nodes, edges and column headers.
 pub(super) fn graph_of(site: &Site) -> (Vec<Node>, Vec<(String, String)>, Vec<String>) {
     let medallion = site
         .tables
         .iter()
         .all(|t| ["bronze", "silver", "gold"].contains(&t.table.namespace.as_str()));
-    let depth = columns_of_tables(site, medallion);
+    let (depth, table_headers) = columns_of_tables(site, medallion);
     let last = depth.values().copied().max().unwrap_or(1);
     let (mut nodes, mut edges) = sources_and_inputs(site);
     for t in &site.tables {
@@ -417,37 +341,80 @@ pub(super) fn graph_of(site: &Site) -> (Vec<Node>, Vec<(String, String)>, Vec<St
         }
     }
     let mut headers = vec!["sources".to_string()];
-    if medallion {
-        headers.extend(["bronze", "silver", "gold"].map(String::from));
-    } else {
-        headers.extend((1..=last).map(|d| format!("step {d}")));
-    }
+    headers.extend(table_headers);
     headers.push("readers".into());
     (nodes, edges, headers)
 }
 
-/// The DAG column of each table, by name: its layer (1 bronze, 2 silver, 3 gold) when every
-/// table is in one, else one more than its deepest input.
-fn columns_of_tables(site: &Site, medallion: bool) -> std::collections::BTreeMap<String, usize> {
-    let mut depth: std::collections::BTreeMap<String, usize> = Default::default();
+/// The DAG column of each table, by name, and the headers of the table columns (column 1
+/// on). When every table is in a medallion layer, each layer has its columns, left to
+/// right: a table one column right of its deepest input of the same layer (a gold table
+/// read by another gold table stands left of it). Otherwise a table stands one column right
+/// of its deepest input.
+fn columns_of_tables(site: &Site, medallion: bool) -> (BTreeMap<String, usize>, Vec<String>) {
+    let layers = ["bronze", "silver", "gold"];
+    let layer = |t: &TablePage| match medallion {
+        true => layers
+            .iter()
+            .position(|l| *l == t.table.namespace)
+            .unwrap_or(2),
+        false => 0,
+    };
+    // Depth within the layer (site.tables is in dependency order).
+    let mut depth: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for t in &site.tables {
-        let column = if medallion {
-            match t.table.namespace.as_str() {
-                "bronze" => 1,
-                "silver" => 2,
-                _ => 3,
-            }
-        } else {
-            1 + t
-                .inputs
-                .iter()
-                .filter_map(|i| depth.get(i).copied())
+        let l = layer(t);
+        let d = t
+            .inputs
+            .iter()
+            .filter_map(|i| depth.get(i))
+            .filter(|(il, _)| *il == l)
+            .map(|(_, d)| d + 1)
+            .max()
+            .unwrap_or(0);
+        depth.insert(t.name.clone(), (l, d));
+    }
+    let layer_count = if medallion { layers.len() } else { 1 };
+    let width: Vec<usize> = (0..layer_count)
+        .map(|l| {
+            1 + depth
+                .values()
+                .filter(|(tl, _)| *tl == l)
+                .map(|(_, d)| *d)
                 .max()
                 .unwrap_or(0)
-        };
-        depth.insert(t.name.clone(), column);
+        })
+        .collect();
+    let offset = |l: usize| 1 + width[..l].iter().sum::<usize>();
+    let mut headers = Vec::new();
+    for (l, w) in width.iter().enumerate() {
+        for d in 0..*w {
+            headers.push(match (medallion, d) {
+                (true, 0) => layers[l].to_string(),
+                (true, d) => format!("{} ({})", layers[l], d + 1),
+                (false, d) => format!("step {}", d + 1),
+            });
+        }
     }
-    depth
+    let columns = depth
+        .into_iter()
+        .map(|(name, (l, d))| (name, offset(l) + d))
+        .collect();
+    (columns, headers)
+}
+
+/// A source's label in the DAG: its last two path parts (`orders/*.csv`), or the whole
+/// pattern when another source's label would be the same.
+fn source_label(source: &str, all: &[&str]) -> String {
+    let short = |s: &str| {
+        let parts: Vec<&str> = s.rsplit('/').take(2).collect();
+        parts.into_iter().rev().collect::<Vec<_>>().join("/")
+    };
+    let label = short(source);
+    match all.iter().filter(|s| short(s) == label).count() {
+        1 => label,
+        _ => source.to_string(),
+    }
 }
 
 /// One node per source file (column 0, each once), and the edges from sources and input
@@ -455,13 +422,18 @@ fn columns_of_tables(site: &Site, medallion: bool) -> std::collections::BTreeMap
 fn sources_and_inputs(site: &Site) -> (Vec<Node>, Vec<(String, String)>) {
     let mut nodes = Vec::new();
     let mut edges = Vec::new();
+    let all: Vec<&str> = site
+        .tables
+        .iter()
+        .flat_map(|t| t.sources.iter().map(String::as_str))
+        .collect();
     for t in &site.tables {
         for source in &t.sources {
             let id = format!("source:{source}");
             if !nodes.iter().any(|n: &Node| n.id == id) {
                 nodes.push(Node {
                     id: id.clone(),
-                    label: source.rsplit('/').next().unwrap_or(source).to_string(),
+                    label: source_label(source, &all),
                     detail: source.clone(),
                     column: 0,
                     href: None,
