@@ -298,6 +298,10 @@ pub enum Command {
         /// The pipeline to read (default: the one that writes the table).
         #[arg(long)]
         pipeline: Option<String>,
+        /// The other way: every column of the pipeline computed from the column (what a
+        /// change of it reaches), instead of where it comes from.
+        #[arg(long)]
+        downstream: bool,
     },
     /// Delete or update rows of a table, copy-on-write, as a recorded and undoable change:
     ///   pipeline sql "DELETE FROM silver.customers WHERE customer_id = 4711" --reason "GDPR-12"
@@ -441,6 +445,21 @@ pub enum Command {
     ///   pipeline query "SELECT * FROM gold.monthly_revenue" --format csv > revenue.csv
     #[command(verbatim_doc_comment)]
     Query(super::query_args::QueryArgs),
+    /// Start a new pipeline: a working scaffold to edit, written into the project folder.
+    ///
+    /// Writes pipelines/NAME.toml (a CSV ingest into bronze, a silver and a gold transform
+    /// with descriptions, an expectation), sample-data/NAME/ (one CSV file), sql/NAME/ (two
+    /// SELECTs) and tests/NAME/ (a model test of the gold SQL). Never overwrites a file.
+    ///
+    /// Examples:
+    ///   pipeline init shop                   in the current folder
+    ///   pipeline --project ~/lake init shop  the folder is created if missing
+    ///   then: pipeline run shop; pipeline test shop; pipeline docs shop --out site
+    #[command(verbatim_doc_comment)]
+    Init {
+        /// The pipeline's name: letters, digits and _.
+        name: String,
+    },
     /// Print a shell completion script for pipeline's commands and options.
     ///
     /// Examples:

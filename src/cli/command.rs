@@ -90,6 +90,11 @@ pub async fn execute(cli: Cli) -> Result<()> {
             let invocation = cx.invocation(&args.reason);
             maintain::maintain(&cx.project, cx.catalog_name(), args, invocation, cli.json).await
         }
+        Command::Init { name } => {
+            let scaffold = super::init::init(&cx.project, name)?;
+            print::scaffold(&scaffold, cli.json);
+            Ok(())
+        }
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(
@@ -115,7 +120,8 @@ async fn read_or_serve(cx: &Context<'_>, command: &Command) -> Result<()> {
             target,
             format,
             pipeline,
-        } => lineage(cx, target, format, pipeline).await,
+            downstream,
+        } => lineage(cx, target, format, pipeline, *downstream).await,
         Command::Plan {
             pipeline,
             fail_on_breaking,
@@ -448,6 +454,7 @@ async fn lineage(
     target: &str,
     format: &str,
     pipeline: &Option<String>,
+    downstream: bool,
 ) -> Result<()> {
     let (table, _) = lineage_target(target)?;
     let name = match pipeline {
@@ -457,7 +464,7 @@ async fn lineage(
     let spec = cx.load(&name)?;
     let lineage = lineage_of(&spec).await?;
     let roots = lineage_roots(&lineage, &name, target)?;
-    print::lineage(&lineage, &roots, format, cx.cli.json);
+    print::lineage(&lineage, &roots, format, downstream, cx.cli.json);
     Ok(())
 }
 

@@ -11,6 +11,7 @@ pub mod command;
 pub mod due;
 pub mod export;
 pub mod impact_render;
+pub mod init;
 pub mod logging;
 pub mod maintain;
 pub mod print;

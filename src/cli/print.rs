@@ -208,10 +208,22 @@ fn after_run(spec: &Pipeline) -> (bool, String) {
 
 /// `pipeline plan`: the schema changes and what they break.
 /// `pipeline lineage`: the trees of `roots` in `format` (JSON with `--json`).
-pub fn lineage(lineage: &PipelineLineage, roots: &[ColumnRef], format: &str, as_json: bool) {
+pub fn lineage(
+    lineage: &PipelineLineage,
+    roots: &[ColumnRef],
+    format: &str,
+    downstream: bool,
+    as_json: bool,
+) {
     let format = if as_json { "json" } else { format };
     let format = LineageFormat::parse(format).unwrap_or(LineageFormat::Text);
-    say_raw!("{}", render(lineage, roots, format));
+    match downstream {
+        true => say_raw!(
+            "{}",
+            crate::lineage::render_downstream(lineage, roots, format)
+        ),
+        false => say_raw!("{}", render(lineage, roots, format)),
+    }
     if format == LineageFormat::Json {
         say!();
     }
@@ -449,6 +461,35 @@ pub fn query(schema: &Schema, batches: &[RecordBatch], as_json: bool) -> Result<
         }
     }
     Ok(())
+}
+
+/// `pipeline init`: the files written and what to do next.
+pub fn scaffold(scaffold: &super::init::Scaffold, as_json: bool) {
+    if as_json {
+        return json(scaffold);
+    }
+    say!(
+        "created pipeline {} in {}:",
+        scaffold.pipeline,
+        scaffold.project.display()
+    );
+    for f in &scaffold.files {
+        say!("  {f}");
+    }
+    say!("tables: {}", scaffold.tables.join(", "));
+    say!("next:");
+    say!(
+        "  pipeline run {}            load and build the tables",
+        scaffold.pipeline
+    );
+    say!(
+        "  pipeline test {}           the model test of the gold SQL",
+        scaffold.pipeline
+    );
+    say!(
+        "  pipeline docs {} --out site   a site to browse them",
+        scaffold.pipeline
+    );
 }
 
 /// `pipeline query --out FILE`: what was written where.

@@ -10,11 +10,13 @@
 //! [`crate::spec`], so every layer above (transforms record it, `pipeline plan` and the
 //! anomaly checks follow it) can use it.
 
+pub mod downstream;
 pub mod graph;
 pub mod query;
 pub mod recorded;
 pub mod render;
 
+pub use downstream::render_downstream;
 pub use graph::{pipeline_lineage, ColumnOrigin, PipelineLineage};
 pub use query::{query_lineage, Derivation, QueryLineage, Use};
 pub use recorded::{record, recorded_on, renames, snapshot_renames, Recorded, LINEAGE_KEY};

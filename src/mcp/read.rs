@@ -13,7 +13,7 @@ use super::isolated::query_in_child;
 use super::server::{answer, structured, Lake};
 use crate::error::{Error, Result};
 use crate::inspect;
-use crate::lineage::{render, LineageFormat};
+use crate::lineage::{render, render_downstream, LineageFormat};
 use crate::plan::{
     lineage_of, lineage_roots, lineage_target, plan_backfill, plan_changes, Backfill,
 };
@@ -49,6 +49,9 @@ pub struct LineageArgs {
     pub target: String,
     /// The pipeline that writes it (default: found from the specs).
     pub pipeline: Option<String>,
+    /// true: the other way, every column computed from it (what a change of it reaches).
+    #[serde(default)]
+    pub downstream: bool,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -168,7 +171,7 @@ impl Lake {
     }
 
     #[tool(
-        description = "Column lineage: where a column comes from, through every transform, down to the ingest jobs' source files and fields.",
+        description = "Column lineage: where a column comes from, through every transform, down to the ingest jobs' source files and fields; with downstream = true, every column computed from it instead.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn lineage(&self, Parameters(a): Parameters<LineageArgs>) -> CallToolResult {
@@ -182,7 +185,10 @@ impl Lake {
                 let spec = self.spec(&name)?;
                 let lineage = lineage_of(&spec).await?;
                 let roots = lineage_roots(&lineage, &name, &a.target)?;
-                let text = render(&lineage, &roots, LineageFormat::Json);
+                let text = match a.downstream {
+                    true => render_downstream(&lineage, &roots, LineageFormat::Json),
+                    false => render(&lineage, &roots, LineageFormat::Json),
+                };
                 serde_json::from_str::<Value>(&text)
                     .map_err(|e| Error::Internal(format!("lineage as JSON: {e}")))
             }

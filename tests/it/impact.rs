@@ -287,3 +287,46 @@ fn lineage_traces_columns_to_source_fields() {
         "{err}"
     );
 }
+
+#[test]
+fn lineage_downstream_lists_what_a_column_reaches() {
+    let p = Project::retail();
+    // By the SQL: fact_orders.amount = o.amount; customer_metrics' total_spend = sum(amount),
+    // avg_order_value and segment from total_spend; monthly_revenue.revenue = sum(amount);
+    // repeat_buyers.revenue = sum(total_spend).
+    let tree = p.json(&["lineage", "silver.orders.amount", "--downstream"]);
+    let mut reached = Vec::new();
+    fn walk(node: &Value, out: &mut Vec<String>) {
+        out.push(node["column"].as_str().unwrap().to_string());
+        for child in node["to"].as_array().unwrap() {
+            walk(child, out);
+        }
+    }
+    walk(&tree["columns"][0], &mut reached);
+    reached.sort();
+    assert_eq!(
+        reached,
+        [
+            "gold.customer_metrics.avg_order_value",
+            "gold.customer_metrics.segment",
+            "gold.customer_metrics.total_spend",
+            "gold.fact_orders.amount",
+            "gold.monthly_revenue.revenue",
+            "gold.repeat_buyers.revenue",
+            "silver.orders.amount",
+        ]
+    );
+    let text = String::from_utf8(
+        p.run(&["lineage", "silver.orders.amount", "--downstream"])
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        text.contains("└── gold.fact_orders.amount <- o.amount"),
+        "{text}"
+    );
+    assert!(
+        text.contains("gold.repeat_buyers.revenue <- sum(gold.customer_metrics.total_spend)"),
+        "{text}"
+    );
+}

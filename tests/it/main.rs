@@ -29,6 +29,7 @@ mod full_refresh;
 mod function_length;
 mod impact;
 mod incremental_audits;
+mod init;
 mod interop;
 mod journal_recovery;
 mod maintenance;
