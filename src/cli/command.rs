@@ -92,7 +92,7 @@ pub async fn execute(cli: Cli) -> Result<()> {
         }
         Command::Init { name } => {
             let scaffold = super::init::init(&cx.project, name)?;
-            print::scaffold(&scaffold, cli.json);
+            super::print_files::scaffold(&scaffold, cli.json);
             Ok(())
         }
         Command::Completions { shell } => {
@@ -528,7 +528,7 @@ async fn docs(cx: &Context<'_>, pipeline: &str, out: &Path) -> Result<()> {
         cx.project.join(out)
     };
     let site = crate::docs::write_site(&spec, &out).await?;
-    print::docs(&site, cx.cli.json);
+    super::print_files::docs(&site, cx.cli.json);
     Ok(())
 }
 

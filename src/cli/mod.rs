@@ -16,6 +16,7 @@ pub mod logging;
 pub mod maintain;
 pub mod print;
 pub mod print_env;
+pub mod print_files;
 pub mod print_plan;
 pub mod print_runs;
 pub mod progress;

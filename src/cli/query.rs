@@ -86,7 +86,7 @@ pub async fn answer(catalog: &PipelineCatalog, args: &QueryArgs, json: bool) -> 
         .await
         .map_err(blame_the_query)?;
     if let Some(exported) = exported {
-        print::exported(&exported, json);
+        super::print_files::exported(&exported, json);
     }
     Ok(())
 }

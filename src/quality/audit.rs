@@ -17,7 +17,7 @@ use crate::commit::WriteMode;
 use crate::engine::{new_session, query, register_table, table_provider, CountedTable, Entry};
 use crate::error::{Error, Result};
 use crate::lineage::PipelineLineage;
-use crate::records::QualityResult;
+use crate::records::{QualityResult, SampleRow};
 use crate::spec::{quote_ident, Check, ExpectAction, Expectation, TableName};
 use crate::transform::range_predicate;
 
@@ -125,7 +125,7 @@ pub async fn audit(
 /// and `null_rate`, a judgement against the baseline (on the column, for a null rate) whose
 /// upstream causes are still to be named, and the value measured.
 enum Evaluated<'a> {
-    Done(u64, String, Vec<String>),
+    Done(u64, String, Vec<SampleRow>),
     Anomaly {
         judgement: anomaly::Judgement,
         column: Option<&'a str>,
@@ -416,7 +416,7 @@ impl Auditor<'_> {
         &mut self,
         e: &Expectation,
         evaluated: Evaluated<'_>,
-    ) -> Result<(u64, String, Vec<String>)> {
+    ) -> Result<(u64, String, Vec<SampleRow>)> {
         Ok(match evaluated {
             Evaluated::Done(violations, detail, sample) => (violations, detail, sample),
             Evaluated::Anomaly {

@@ -6,6 +6,7 @@ use futures::StreamExt;
 use crate::engine::{query, Entry};
 use crate::error::Error;
 use crate::output::batches_to_rows;
+use crate::records::SampleRow;
 
 /// The first column of the first row of `sql`, as a string.
 pub(super) async fn scalar(
@@ -33,13 +34,13 @@ pub(super) async fn scalar_rows(
     Ok(batches_to_rows(&schema, &batches)?.rows)
 }
 
-/// The first `limit` rows of `df`, each as `column=value, ...` (NULL for a null). They are
-/// the first rows of the query as it is: a LIMIT would change its plan (a hash join with a
-/// fetch builds on its left side, however large).
+/// The first `limit` rows of `df`, each column's value as its display text (`None` for a
+/// null). They are the first rows of the query as it is: a LIMIT would change its plan (a
+/// hash join with a fetch builds on its left side, however large).
 pub(super) async fn sample_rows(
     df: DataFrame,
     limit: usize,
-) -> std::result::Result<Vec<String>, Error> {
+) -> std::result::Result<Vec<SampleRow>, Error> {
     let schema = df.schema().as_arrow().clone();
     let mut stream = df.execute_stream().await?;
     let (mut batches, mut seen) = (Vec::new(), 0);
@@ -57,13 +58,6 @@ pub(super) async fn sample_rows(
         .rows
         .into_iter()
         .take(limit)
-        .map(|row| {
-            rows.columns
-                .iter()
-                .zip(row)
-                .map(|(c, v)| format!("{c}={}", v.unwrap_or_else(|| "NULL".into())))
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
+        .map(|row| SampleRow::Fields(rows.columns.iter().cloned().zip(row).collect()))
         .collect())
 }

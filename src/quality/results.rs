@@ -61,6 +61,6 @@ pub fn first_failure(results: &[QualityResult]) -> Option<Error> {
             table: r.table.clone(),
             name: r.name.clone(),
             detail: r.detail.clone(),
-            sample: r.sample.clone(),
+            sample: r.sample.iter().map(|s| s.to_string()).collect(),
         })
 }

@@ -14,6 +14,7 @@ pub mod lock;
 mod receipt;
 mod record;
 mod runs;
+mod sample_row;
 
 pub use control::{
     control_name, control_table, existing_control_table, run_records, tick_served_in,
@@ -26,3 +27,4 @@ pub use record::{
     RunRecord, TableRecord,
 };
 pub(crate) use runs::insert as insert_run_record;
+pub use sample_row::SampleRow;

@@ -170,9 +170,9 @@ pub struct QualityResult {
     pub violations: u64,
     /// What was found, in words.
     pub detail: String,
-    /// Up to five violating rows, each as `column=value` pairs.
+    /// Up to five violating rows, each an object of column -> value (text; null for NULL).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sample: Vec<String>,
+    pub sample: Vec<super::SampleRow>,
     /// What `volume` (rows) and `null_rate` (share of NULLs) measured: the baseline of later
     /// runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
