@@ -120,8 +120,26 @@ impl PartitionRange {
     }
 }
 
+impl PartitionRange {
+    /// The partition field as the spec writes it: `month(order_date)` for the field
+    /// `order_date_month` (so a column named `month` reads `month(month)`, not
+    /// `month_month`); the field's name when it is not `SOURCE_GRAIN`.
+    pub fn field_label(&self) -> String {
+        let grain = match self.grain {
+            Grain::Year => "year",
+            Grain::Month => "month",
+            Grain::Day => "day",
+            Grain::Hour => "hour",
+        };
+        match self.field.strip_suffix(&format!("_{grain}")) {
+            Some(source) if !source.is_empty() => format!("{grain}({source})"),
+            _ => self.field.clone(),
+        }
+    }
+}
+
 impl fmt::Display for PartitionRange {
-    /// `order_date_month in 2024-03..2024-05, 2024-08`.
+    /// `month(order_date) in 2024-03..2024-05, 2024-08`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let parts: Vec<String> = self
             .runs()
@@ -135,9 +153,9 @@ impl fmt::Display for PartitionRange {
             })
             .collect();
         if parts.is_empty() {
-            write!(f, "{} in (none)", self.field)
+            write!(f, "{} in (none)", self.field_label())
         } else {
-            write!(f, "{} in {}", self.field, parts.join(", "))
+            write!(f, "{} in {}", self.field_label(), parts.join(", "))
         }
     }
 }
@@ -165,6 +183,6 @@ mod tests {
                 (micros("2024-06-01 00:00:00"), micros("2024-07-01 00:00:00")),
             ]
         );
-        assert_eq!(r.to_string(), "d_month in 2024-01..2024-03, 2024-06");
+        assert_eq!(r.to_string(), "month(d) in 2024-01..2024-03, 2024-06");
     }
 }

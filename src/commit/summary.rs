@@ -50,7 +50,7 @@ pub const INPUTS: &str = "pipeline.inputs";
 /// Fingerprint of the SQL, partitioning and drop expectations that produced a transform
 /// snapshot.
 pub const TRANSFORM: &str = "pipeline.transform";
-/// The partitions a replace snapshot replaced, e.g. `order_date_month in 2026-02`.
+/// The partitions a replace snapshot replaced, e.g. `month(order_date) in 2026-02`.
 pub const PARTITIONS: &str = "pipeline.partitions";
 /// What a control-table snapshot did: `publish-intent`, `run-record` or `publish-cleared`.
 pub const CONTROL: &str = "pipeline.control";

@@ -60,7 +60,7 @@ pub struct TableRecord {
     /// `rollback`, `drop` (rollback of a created table), `compact`, `rewrite_manifests` or
     /// `expire_snapshots` (maintenance; the snapshot does not move).
     pub operation: String,
-    /// The partitions replaced, e.g. `order_date_month in 2026-02..2026-03` (replace only).
+    /// The partitions replaced, e.g. `month(order_date) in 2026-02..2026-03` (replace only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub partitions: Option<String>,
     /// `main` before the run; `None` when the run created the table.

@@ -57,11 +57,11 @@ fn backfill_replaces_exactly_the_selected_month_and_leaves_other_files_untouched
         .collect();
     assert_eq!(
         actions["silver.orders"],
-        "replace order_date_month in 2026-02"
+        "replace month(order_date) in 2026-02"
     );
     assert_eq!(
         actions["gold.fact_orders"],
-        "replace order_date_month in 2026-02"
+        "replace month(order_date) in 2026-02"
     );
     // No ingest job runs in a backfill, and silver.customers is not downstream of the selection.
     assert!(!actions.contains_key("bronze.pos_orders"));
@@ -103,7 +103,7 @@ fn backfill_replaces_exactly_the_selected_month_and_leaves_other_files_untouched
         .unwrap()
         .clone();
     assert_eq!(orders["operation"], "replace_partitions");
-    assert_eq!(orders["partitions"], "order_date_month in 2026-02");
+    assert_eq!(orders["partitions"], "month(order_date) in 2026-02");
 
     // Independent readers see the replace, not old and new February together.
     let readers = p.independent_readers();
@@ -149,7 +149,7 @@ fn backfill_plan_reads_one_month_and_changes_nothing() {
     assert_eq!(names.len(), 5);
     assert!(!names.contains(&"silver.customers"));
     // A range inside January replaces the whole month partition.
-    assert_eq!(plan[0]["action"], "replace order_date_month in 2026-01");
+    assert_eq!(plan[0]["action"], "replace month(order_date) in 2026-01");
     let pos = plan[0]["inputs"]
         .as_array()
         .unwrap()
@@ -166,7 +166,7 @@ fn backfill_plan_reads_one_month_and_changes_nothing() {
     assert_eq!(pos["files"].as_u64().unwrap() as usize, january);
     assert!(january > 0 && january < all_pos.len());
     assert_eq!(plan[1]["table"], "gold.fact_orders");
-    assert_eq!(plan[1]["action"], "replace order_date_month in 2026-01");
+    assert_eq!(plan[1]["action"], "replace month(order_date) in 2026-01");
 
     let after: Vec<i64> = tables.iter().map(|t| p.current_snapshot(t)).collect();
     assert_eq!(after, snapshots, "--plan changed a table");
@@ -188,16 +188,16 @@ fn late_rows_recompute_only_their_months_and_match_a_clean_run() {
     let action = |t: &str| action(&report, t);
     assert_eq!(
         action("silver.orders"),
-        "replace order_date_month in 2026-01, 2026-04"
+        "replace month(order_date) in 2026-01, 2026-04"
     );
     assert_eq!(
         action("gold.fact_orders"),
-        "replace order_date_month in 2026-01, 2026-04"
+        "replace month(order_date) in 2026-01, 2026-04"
     );
     assert_eq!(action("silver.customers"), "up to date");
     assert_eq!(
         action("gold.monthly_revenue"),
-        "replace month_month in 2026-01, 2026-04"
+        "replace month(month) in 2026-01, 2026-04"
     );
     assert!(action("gold.customer_metrics").starts_with("full refresh"));
     // February and March files are untouched.
@@ -291,11 +291,11 @@ fn a_month_whose_rows_disappear_is_deleted_by_partition() {
     let action = |t: &str| action(&report, t);
     assert_eq!(
         action("silver.orders"),
-        "replace order_date_month in 2026-04"
+        "replace month(order_date) in 2026-04"
     );
     assert_eq!(
         action("gold.monthly_revenue"),
-        "replace month_month in 2026-04"
+        "replace month(month) in 2026-04"
     );
     for table in ["silver.orders", "gold.fact_orders", "gold.monthly_revenue"] {
         // A delete snapshot: April's files DELETED, nothing added, the rest untouched.

@@ -127,7 +127,7 @@ fn a_replace_of_the_same_partitions_conflicts_and_of_other_partitions_rebases() 
     assert!(
         log.contains(
             "error: commit conflict on table silver.daily: another writer changed partitions \
-             day_day in 2026-01-01 after this run read them"
+             day(day) in 2026-01-01 after this run read them"
         ),
         "{log}"
     );

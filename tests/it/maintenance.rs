@@ -131,7 +131,7 @@ fn compaction_keeps_every_row_for_every_reader_and_later_runs_stay_incremental()
     let run = p.json(&["run", "retail"]);
     assert_eq!(
         action(&run, "silver.orders"),
-        "replace order_date_month in 2026-01",
+        "replace month(order_date) in 2026-01",
         "{run}"
     );
     assert!(

@@ -64,7 +64,10 @@ pub(crate) fn retail_backfill_rollback(remote: &Project) {
             .unwrap()
             .to_string()
     };
-    assert_eq!(action(&backfills[1]), "replace order_date_month in 2026-02");
+    assert_eq!(
+        action(&backfills[1]),
+        "replace month(order_date) in 2026-02"
+    );
     assert_eq!(action(&backfills[0]), action(&backfills[1]));
     let before_rollback = remote.current_snapshot("gold.fact_orders");
     assert_eq!(contents_of_all(remote), expected);
@@ -414,7 +417,7 @@ fn conflicts(p: &Project, rest: bool) {
     assert!(
         log.contains(
             "commit conflict on table silver.daily: another writer changed partitions \
-             day_day in 2026-01-02 after this run read them"
+             day(day) in 2026-01-02 after this run read them"
         ),
         "{log}"
     );
@@ -687,7 +690,7 @@ fn every_command_works_on_s3tables_as_on_the_embedded_catalog() {
     }
     assert_eq!(
         action(&reports[1], "silver.orders"),
-        "replace order_date_month in 2026-01"
+        "replace month(order_date) in 2026-01"
     );
     assert_eq!(
         action(&reports[0], "silver.orders"),

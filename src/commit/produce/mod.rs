@@ -472,7 +472,7 @@ mod tests {
         assert_eq!(properties[summary::REPLACE_PARTITIONS], "true");
         assert_eq!(
             properties[summary::PARTITIONS],
-            "order_date_month in 2024-03"
+            "month(order_date) in 2024-03"
         );
         assert_eq!(number(&third, summary::TOTAL_RECORDS), 5 + 3 + 8);
         assert_eq!(number(&third, summary::DELETED_DATA_FILES), 1);
