@@ -239,6 +239,21 @@ impl Project {
     }
 }
 
+/// The stdout of `python3 -c SCRIPT`, which must succeed (the readers and clients of
+/// tests/requirements.txt are installed by tests/run-all.sh).
+pub fn python(script: &str) -> Vec<u8> {
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .output()
+        .expect("python3 must be installed (see tests/run-all.sh)");
+    assert!(
+        out.status.success(),
+        "python failed (pip install -r tests/requirements.txt):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// A snapshot id of a `--json` document or an MCP result: a string of digits (ids are above
 /// 2^53, so never JSON numbers). `None` for null or anything else.
 pub fn id(value: &Value) -> Option<i64> {

@@ -2,8 +2,6 @@
 //! `[ingest.columns]`): written as the table's `comment` property and each field's Iceberg
 //! `doc`, read back by PyIceberg (an independent reader) and shown by `describe`.
 
-use std::process::Command;
-
 use serde_json::Value;
 
 use crate::common::Project;
@@ -22,16 +20,7 @@ print(json.dumps({{"comment": t.properties.get("comment"),
 "#,
         root = p.path().display()
     );
-    let out = Command::new("python3")
-        .args(["-c", &script])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&crate::common::python(&script)).unwrap()
 }
 
 #[test]

@@ -141,16 +141,10 @@ fn duckdb(sql: &str) -> String {
     let script = format!(
         "import duckdb\nfor r in duckdb.sql(\"{sql}\").fetchall(): print('|'.join(str(v) for v in r))"
     );
-    let out = Command::new("python3")
-        .args(["-c", &script])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    String::from_utf8(crate::common::python(&script))
+        .unwrap()
+        .trim()
+        .to_string()
 }
 
 #[test]
