@@ -7,26 +7,11 @@
 use std::fmt::Write;
 
 use super::html::escape;
-use super::pages::table_file;
+use super::links::{column_anchor, table_file};
 use super::{Site, TablePage};
 use crate::lineage::{render, ColumnOrigin, LineageFormat};
 use crate::plan::tables_read_by;
 use crate::spec::ColumnRef;
-
-/// The anchor of `column` on its table's page: `col-` and the name, every character outside
-/// `[A-Za-z0-9_-]` as `.XX` (hex of its UTF-8 bytes), so any column name makes a plain URL.
-pub fn column_anchor(column: &str) -> String {
-    let mut out = String::from("col-");
-    for b in column.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' => out.push(b as char),
-            b => {
-                let _ = write!(out, ".{b:02x}");
-            }
-        }
-    }
-    out
-}
 
 /// A link to `column`'s section from a table page (`../` omitted: pages share `tables/`),
 /// or its name alone when no table of the site has it.

@@ -52,7 +52,14 @@ pub fn page(pipeline: &str, title: &str, root: &str, body: &str) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title} · {pipeline}</title><style>{STYLE}</style></head>\n<body><header><span class=\"title\">pipeline {pipeline}</span><a href=\"{root}index.html\">DAG and tables</a><a href=\"{root}runs.html\">runs</a>{search}</header>\n<main>\n{body}\n</main></body></html>\n",
         title = escape(title),
         pipeline = escape(pipeline),
-        search = super::search::search_box(root),
+        search = search_box(root),
+    )
+}
+
+/// The search box every page's header shows; `root` is the path to the site's root.
+pub fn search_box(root: &str) -> String {
+    format!(
+        "<form class=\"search\" action=\"{root}index.html\" method=\"get\"><input type=\"search\" name=\"q\" id=\"q\" placeholder=\"search tables and columns\" aria-label=\"search tables and columns\"></form>"
     )
 }
 

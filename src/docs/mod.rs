@@ -10,6 +10,7 @@ mod chart;
 mod columns;
 mod dag;
 mod html;
+mod links;
 mod pages;
 mod search;
 
@@ -178,7 +179,7 @@ pub async fn write_site(pipeline: &Pipeline, out: &Path) -> Result<SiteReport> {
     files.insert(out.join("runs.html"), pages::runs(&site));
     for t in &site.tables {
         files.insert(
-            out.join("tables").join(pages::table_file(&t.name)),
+            out.join("tables").join(links::table_file(&t.name)),
             pages::table(&site, t),
         );
     }

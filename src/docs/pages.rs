@@ -6,13 +6,9 @@ use std::fmt::Write;
 
 use super::dag::{self, Node};
 use super::html::{escape, page};
+use super::links::{column_anchor, table_file};
 use super::{Site, TablePage};
 use crate::records::RunRecord;
-
-/// The file name of `table`'s page, under `tables/`.
-pub fn table_file(table: &str) -> String {
-    format!("{}.html", table.replace(['/', '\\'], "_"))
-}
 
 /// Seconds between a run's start and finish (0 when a time does not parse).
 fn seconds(run: &RunRecord) -> f64 {
@@ -110,7 +106,7 @@ fn push_table_info(body: &mut String, t: &TablePage) {
                     body,
                     "<tr><td class=\"num\">{}</td><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td class=\"description\">{}</td></tr>",
                     c.id,
-                    super::columns::column_anchor(&c.name),
+                    column_anchor(&c.name),
                     escape(&c.name),
                     escape(&c.ty),
                     if c.required { "yes" } else { "" },

@@ -7,8 +7,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::columns::column_anchor;
-use super::pages::table_file;
+use super::links::{column_anchor, table_file};
 use super::Site;
 
 /// One thing search can find.
@@ -57,13 +56,6 @@ fn entries(site: &Site) -> Vec<Entry> {
         }
     }
     out
-}
-
-/// The search box every page's header shows; `root` is the path to the site's root.
-pub fn search_box(root: &str) -> String {
-    format!(
-        "<form class=\"search\" action=\"{root}index.html\" method=\"get\"><input type=\"search\" name=\"q\" id=\"q\" placeholder=\"search tables and columns\" aria-label=\"search tables and columns\"></form>"
-    )
 }
 
 /// The index page's results list and the script that fills it, with the index inline.
