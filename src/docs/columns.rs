@@ -38,12 +38,6 @@ pub fn push_columns(body: &mut String, site: &Site, t: &TablePage) {
         let root = ColumnRef::new(&t.table, c);
         let upstream = site.lineage.upstream(&root);
         let downstream = site.lineage.downstream(&root);
-        let ty = t
-            .info
-            .as_ref()
-            .and_then(|i| i.columns.iter().find(|ic| &ic.name == c))
-            .map(|ic| ic.ty.clone())
-            .unwrap_or_default();
         let names: Vec<String> = upstream.iter().map(|u| u.to_string()).collect();
         let _ = writeln!(
             body,
@@ -52,13 +46,9 @@ pub fn push_columns(body: &mut String, site: &Site, t: &TablePage) {
             escape(&root.to_string()),
             escape(&names.join(" ")),
             escape(c),
-            escape(&ty)
+            escape(t.column_type(c))
         );
-        let doc = t.docs.of_column(c).or_else(|| {
-            let info = t.info.as_ref()?;
-            info.columns.iter().find(|ic| &ic.name == c)?.doc.as_deref()
-        });
-        if let Some(doc) = doc {
+        if let Some(doc) = t.column_doc(c) {
             let _ = writeln!(body, "<p class=\"description\">{}</p>", escape(doc));
         }
         let _ = writeln!(body, "<p>{}</p>", origin(site, &root, &upstream));

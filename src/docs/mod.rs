@@ -57,6 +57,28 @@ pub struct TablePage {
     pub snapshots: Vec<SnapshotInfo>,
 }
 
+impl TablePage {
+    /// The catalog's view of `column`: its type and field doc (`None` before the table exists).
+    fn column_info(&self, column: &str) -> Option<&inspect::ColumnInfo> {
+        self.info
+            .as_ref()?
+            .columns
+            .iter()
+            .find(|c| c.name == column)
+    }
+
+    /// `column`'s type, as the catalog has it ("" before the table exists).
+    pub fn column_type(&self, column: &str) -> &str {
+        self.column_info(column).map_or("", |c| c.ty.as_str())
+    }
+
+    /// `column`'s description: the spec's, else the field's doc in the catalog.
+    pub fn column_doc(&self, column: &str) -> Option<&str> {
+        let field = || self.column_info(column)?.doc.as_deref();
+        self.docs.of_column(column).or_else(field)
+    }
+}
+
 /// Everything the pages show, gathered once.
 pub struct Site {
     pub pipeline: Pipeline,

@@ -101,7 +101,7 @@ fn push_table_info(body: &mut String, t: &TablePage) {
             );
             body.push_str("<h2>Schema</h2>\n<table class=\"grid\" id=\"schema\"><tr><th>field id</th><th>column</th><th>type</th><th>required</th><th>description</th></tr>\n");
             for c in &i.columns {
-                let doc = t.docs.of_column(&c.name).or(c.doc.as_deref());
+                let doc = t.column_doc(&c.name);
                 let _ = writeln!(
                     body,
                     "<tr><td class=\"num\">{}</td><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td class=\"description\">{}</td></tr>",

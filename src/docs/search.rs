@@ -37,20 +37,11 @@ fn entries(site: &Site) -> Vec<Entry> {
             href: page.clone(),
         });
         for c in site.lineage.tables.get(&t.table).into_iter().flatten() {
-            let info = t
-                .info
-                .as_ref()
-                .and_then(|i| i.columns.iter().find(|ic| &ic.name == c));
-            let description = t
-                .docs
-                .of_column(c)
-                .or(info.and_then(|i| i.doc.as_deref()))
-                .unwrap_or_default();
             out.push(Entry {
                 kind: "column",
                 name: format!("{}.{c}", t.name),
-                ty: info.map(|i| i.ty.clone()).unwrap_or_default(),
-                description: description.to_string(),
+                ty: t.column_type(c).to_string(),
+                description: t.column_doc(c).unwrap_or_default().to_string(),
                 href: format!("{page}#{}", column_anchor(c)),
             });
         }
