@@ -4,9 +4,12 @@
 //! Queries on a Ballista cluster get their sessions from `crate::cluster`, which builds on
 //! this module's rule and its checks of what a plain Parquet scan reads correctly.
 
+mod file_io_store;
 mod gate;
 mod message;
+mod native_files;
 mod parquet_scan;
+mod remote_files;
 mod row_count;
 mod session;
 mod sql_lines;
@@ -17,7 +20,8 @@ pub use gate::{
     MAX_NESTING, MAX_SQL_BYTES,
 };
 pub use message::clean_message;
-pub use parquet_scan::{local_url, native_path, read_by_name_refusal, table_provider};
+pub use native_files::{local_url, native_path, read_by_name_refusal};
+pub use parquet_scan::table_provider;
 pub use row_count::CountedTable;
 pub use session::{
     memory_limit_mb, new_session, register_table, return_freed_memory, runtime_env, session_over,

@@ -7,9 +7,12 @@
 //! DataFusion maps a file's columns to the table by name, Iceberg by field id. The two agree
 //! when no column of the table was ever renamed, or dropped and added again under its old name,
 //! and the columns are primitive: only then is this path taken. A scan whose files carry delete
-//! files, files that are not local, a path the object store would have to escape, or a file
-//! missing or of another size than its metadata records (one `stat` each), is read by
-//! iceberg-datafusion's provider, as before.
+//! files, files neither local nor on S3 (`s3://`, `s3a://`), a path the object store would
+//! have to escape, or a local file missing or of another size than its metadata records (one
+//! `stat` each), is read by iceberg-datafusion's provider, as before. Files on S3 are read
+//! through the table's own FileIO ([`FileIoStore`]), registered with the session under a name
+//! of its own per table location; one of them missing or resized (a `HEAD` each, several at a
+//! time) fails the scan with an error naming it.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -30,10 +33,13 @@ use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::ExecutionPlan;
 use futures::TryStreamExt;
 use iceberg::scan::FileScanTask;
-use iceberg::spec::{DataFileFormat, TableMetadata};
 use iceberg::table::Table;
 use iceberg_datafusion::physical_plan::convert_filters_to_predicate;
 use iceberg_datafusion::IcebergStaticTableProvider;
+
+use super::file_io_store::FileIoStore;
+use super::native_files::{columns_match_by_name, local, native_path};
+use super::remote_files::{remote_files, remote_scheme, store_name};
 
 /// A provider reading `table` (at `snapshot_id`, or its current snapshot) with DataFusion's
 /// Parquet source where that reads exactly what Iceberg would, else iceberg-datafusion's.
@@ -48,7 +54,9 @@ pub async fn table_provider(
         }
         None => IcebergStaticTableProvider::try_new_from_table(table.clone()).await?,
     };
-    if !local(table.metadata().location()) || !columns_match_by_name(table.metadata()) {
+    let location = table.metadata().location();
+    let readable = local(location) || remote_scheme(location).is_some();
+    if !readable || !columns_match_by_name(table.metadata()) {
         return Ok(Arc::new(fallback));
     }
     Ok(Arc::new(NativeParquetTable {
@@ -57,83 +65,6 @@ pub async fn table_provider(
         table,
         snapshot_id,
     }))
-}
-
-/// Whether `location` is on the local file system (a plain absolute path or a `file:` URL).
-fn local(location: &str) -> bool {
-    location.starts_with('/') || location.starts_with("file:")
-}
-
-/// The path of a local file as the local object store names it, or `None` when the store
-/// would have to escape a character of it (then the file is read through iceberg).
-fn object_store_path(location: &str) -> Option<String> {
-    let path = location
-        .strip_prefix("file://")
-        .or_else(|| location.strip_prefix("file:"))
-        .unwrap_or(location);
-    let plain = path.starts_with('/')
-        && path
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-=+".contains(&b));
-    plain.then(|| path.trim_start_matches('/').to_string())
-}
-
-/// Whether reading the table's files by column name reads what reading by field id would:
-/// every column primitive, and in every schema the table ever had, each field id with the
-/// name the current schema gives it and each current name with the same id.
-fn columns_match_by_name(metadata: &TableMetadata) -> bool {
-    let current = metadata.current_schema();
-    let primitive = current
-        .as_struct()
-        .fields()
-        .iter()
-        .all(|f| f.field_type.is_primitive());
-    primitive
-        && metadata.schemas_iter().all(|schema| {
-            schema.field_id_to_name_map().iter().all(|(id, name)| {
-                current.name_by_field_id(*id).is_none_or(|n| n == name)
-                    && current.field_id_by_name(name).is_none_or(|i| i == *id)
-            })
-        })
-}
-
-/// `location` (a local path or `file:` URL) as a `file:///` URL, when it is a plain path on
-/// the local file system (no character the object store would have to escape).
-pub fn local_url(location: &str) -> Option<String> {
-    object_store_path(location).map(|p| format!("file:///{p}"))
-}
-
-/// Why DataFusion's Parquet reader, matching columns by name, cannot read `metadata`'s files
-/// as Iceberg (by field id) would; `None` when it can.
-pub fn read_by_name_refusal(metadata: &TableMetadata) -> Option<String> {
-    (!columns_match_by_name(metadata)).then(|| {
-        "its columns were renamed, or dropped and added again, since some of its files were written (or it has nested columns): those files are read by field id".to_string()
-    })
-}
-
-/// The object store path (relative to the local file system's root) of a planned task's file
-/// when DataFusion's Parquet reader reads it exactly as Iceberg would; otherwise why not:
-/// delete files to apply, a file elsewhere than on the local file system or not Parquet, or a
-/// file missing or not of the size the metadata records (one `stat`).
-pub fn native_path(task: &FileScanTask) -> Result<String, String> {
-    let file = &task.data_file_path;
-    if !task.deletes.is_empty() {
-        return Err(format!("{file} has delete files to apply"));
-    }
-    if task.data_file_format != DataFileFormat::Parquet {
-        return Err(format!("{file} is not Parquet"));
-    }
-    let path = object_store_path(file)
-        .ok_or_else(|| format!("{file} is not a plain path on the local file system"))?;
-    match std::fs::metadata(format!("/{path}")) {
-        Ok(m) if m.len() == task.file_size_in_bytes => Ok(path),
-        Ok(m) => Err(format!(
-            "{file} has {} bytes, its metadata says {}",
-            m.len(),
-            task.file_size_in_bytes
-        )),
-        Err(e) => Err(format!("{file}: {e}")),
-    }
 }
 
 #[derive(Debug)]
@@ -167,6 +98,57 @@ fn file_groups(mut tasks: Vec<(PartitionedFile, u64)>, n: usize) -> Vec<FileGrou
         .filter(|g| !g.1.is_empty())
         .map(|g| FileGroup::new(g.1))
         .collect()
+}
+
+/// A task's file (or the byte range of it the task reads) at `path` in the object store.
+fn partitioned_file(task: &FileScanTask, path: String) -> PartitionedFile {
+    if task.start == 0 && task.length == task.file_size_in_bytes {
+        PartitionedFile::new(path, task.file_size_in_bytes)
+    } else {
+        PartitionedFile::new_with_range(
+            path,
+            task.file_size_in_bytes,
+            task.start as i64,
+            (task.start + task.length) as i64,
+        )
+    }
+}
+
+impl NativeParquetTable {
+    /// The object store and the paths in it of the tasks' files when DataFusion reads them
+    /// as Iceberg would; `None` when iceberg reads them (see the module doc); an error naming
+    /// a file of a table on S3 that is missing or resized. A table on S3 gets its store (over
+    /// its own FileIO) registered with the session, replacing the one an earlier scan of the
+    /// same table registered.
+    async fn native_files(
+        &self,
+        state: &dyn Session,
+        tasks: &[FileScanTask],
+    ) -> datafusion::error::Result<Option<(ObjectStoreUrl, Vec<String>)>> {
+        let location = self.table.metadata().location();
+        let Some(scheme) = remote_scheme(location) else {
+            let paths = tasks.iter().map(native_path).collect::<Result<_, _>>();
+            return Ok(paths.ok().map(|p| (ObjectStoreUrl::local_filesystem(), p)));
+        };
+        let file_io = self.table.file_io();
+        let Some(paths) = remote_files(file_io, scheme, tasks)
+            .await
+            .map_err(df_error)?
+        else {
+            return Ok(None);
+        };
+        let sizes = paths
+            .iter()
+            .zip(tasks)
+            .map(|(p, t)| (p.clone(), t.file_size_in_bytes))
+            .collect();
+        let url = ObjectStoreUrl::parse(store_name(location))?;
+        let store = FileIoStore::new(scheme, file_io.clone(), sizes);
+        state
+            .runtime_env()
+            .register_object_store(url.as_ref(), Arc::new(store));
+        Ok(Some((url, paths)))
+    }
 }
 
 #[async_trait]
@@ -206,26 +188,16 @@ impl TableProvider for NativeParquetTable {
             .try_collect()
             .await
             .map_err(df_error)?;
-        let mut files = Vec::with_capacity(tasks.len());
-        for task in &tasks {
-            // Iceberg reads what DataFusion cannot read as it would (its errors name the file
-            // and what is wrong with it).
-            let Ok(path) = native_path(task) else {
-                return self.fallback.scan(state, projection, filters, limit).await;
-            };
-            let whole = task.start == 0 && task.length == task.file_size_in_bytes;
-            let file = if whole {
-                PartitionedFile::new(path, task.file_size_in_bytes)
-            } else {
-                PartitionedFile::new_with_range(
-                    path,
-                    task.file_size_in_bytes,
-                    task.start as i64,
-                    (task.start + task.length) as i64,
-                )
-            };
-            files.push((file, task.length));
-        }
+        // Iceberg reads what DataFusion cannot read as it would (its errors name the file
+        // and what is wrong with it).
+        let Some((store, paths)) = self.native_files(state, &tasks).await? else {
+            return self.fallback.scan(state, projection, filters, limit).await;
+        };
+        let files: Vec<(PartitionedFile, u64)> = tasks
+            .iter()
+            .zip(paths)
+            .map(|(task, path)| (partitioned_file(task, path), task.length))
+            .collect();
         if files.is_empty() {
             let schema = match projection {
                 Some(p) => Arc::new(self.schema.project(p)?),
@@ -246,12 +218,11 @@ impl TableProvider for NativeParquetTable {
             source = source.with_predicate(state.create_physical_expr(filter, &df_schema)?);
         }
         let groups = file_groups(files, state.config_options().execution.target_partitions);
-        let config =
-            FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(source))
-                .with_file_groups(groups)
-                .with_projection_indices(projection.cloned())?
-                .with_limit(limit)
-                .build();
+        let config = FileScanConfigBuilder::new(store, Arc::new(source))
+            .with_file_groups(groups)
+            .with_projection_indices(projection.cloned())?
+            .with_limit(limit)
+            .build();
         Ok(DataSourceExec::from_data_source(config))
     }
 
@@ -267,20 +238,6 @@ impl TableProvider for NativeParquetTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn local_paths_map_to_the_object_store_and_odd_ones_do_not() {
-        assert_eq!(
-            object_store_path("/tmp/w/t/data/m=671/a-1.parquet").as_deref(),
-            Some("tmp/w/t/data/m=671/a-1.parquet")
-        );
-        assert_eq!(
-            object_store_path("file:///tmp/w/a.parquet").as_deref(),
-            Some("tmp/w/a.parquet")
-        );
-        assert_eq!(object_store_path("/tmp/with space/a.parquet"), None);
-        assert_eq!(object_store_path("s3://bucket/a.parquet"), None);
-    }
 
     #[test]
     fn files_spread_over_groups_by_bytes() {

@@ -46,6 +46,7 @@ mod quarantine;
 mod query_limits;
 mod remote;
 mod remote_catalogs;
+mod remote_scan;
 mod rest_client;
 mod retail_pipeline;
 mod retention;

@@ -20,7 +20,7 @@ sql = "sql/items.sql"
 "#;
 
 /// The physical plan of `sql`, as `pipeline query "EXPLAIN ..."` prints it.
-fn plan(p: &Project, sql: &str) -> String {
+pub(crate) fn plan(p: &Project, sql: &str) -> String {
     p.query(&format!("EXPLAIN {sql}"))
         .into_iter()
         .flatten()

@@ -1,0 +1,201 @@
+//! DataFusion's object store interface over a table's Iceberg [`FileIO`], so that the native
+//! Parquet scan reads remote warehouses (S3, S3 Tables) with exactly the storage settings and
+//! credentials the catalog gave the table: endpoint, region, path style, static keys, the AWS
+//! chain or vended `storage-credentials` (one configuration for both stacks; the requests are
+//! made by opendal, never by a client of ours).
+//!
+//! The store only reads: writes, listings, copies and deletions are refused (the engine writes
+//! through iceberg, and every deletion goes through its one path). Object paths are
+//! `BUCKET/KEY`; the store puts its scheme (`s3`, `s3a`) in front to name the file to FileIO.
+//! Sizes recorded by the table's metadata (and checked against storage by the scan) spare a
+//! `HEAD` per read; a file of unknown size is asked for its size once per read.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use datafusion::object_store::path::Path;
+use datafusion::object_store::{
+    Attributes, CopyOptions, Error, GetOptions, GetResult, GetResultPayload, ListResult,
+    MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload,
+    PutResult, Result,
+};
+use futures::stream::{self, BoxStream, StreamExt};
+use iceberg::io::FileIO;
+
+const STORE: &str = "iceberg FileIO";
+
+/// A read-only object store reading `SCHEME://PATH` through a table's FileIO.
+pub struct FileIoStore {
+    scheme: String,
+    file_io: FileIO,
+    sizes: HashMap<String, u64>,
+}
+
+impl FileIoStore {
+    /// A store reading `{scheme}://{path}` with `file_io`; `sizes` maps paths (`BUCKET/KEY`)
+    /// to their sizes in bytes where they are known.
+    pub fn new(scheme: &str, file_io: FileIO, sizes: HashMap<String, u64>) -> FileIoStore {
+        FileIoStore {
+            scheme: scheme.to_string(),
+            file_io,
+            sizes,
+        }
+    }
+
+    fn url(&self, location: &Path) -> String {
+        format!("{}://{}", self.scheme, location.as_ref())
+    }
+
+    async fn size(&self, location: &Path) -> Result<u64> {
+        if let Some(size) = self.sizes.get(location.as_ref()) {
+            return Ok(*size);
+        }
+        let url = self.url(location);
+        let input = self.file_io.new_input(&url).map_err(|e| failed(&url, e))?;
+        Ok(input.metadata().await.map_err(|e| failed(&url, e))?.size)
+    }
+}
+
+/// An error naming the file (its whole URL) and what storage answered.
+fn failed(url: &str, e: iceberg::Error) -> Error {
+    Error::Generic {
+        store: STORE,
+        source: format!("{url}: {e}").into(),
+    }
+}
+
+fn refused(operation: &str) -> Error {
+    Error::NotImplemented {
+        operation: operation.to_string(),
+        implementer: format!("{STORE} (the native Parquet scan only reads)"),
+    }
+}
+
+// Credentials live in the FileIO: never printed.
+impl fmt::Debug for FileIoStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FileIoStore({}://)", self.scheme)
+    }
+}
+
+impl fmt::Display for FileIoStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{STORE} ({}://)", self.scheme)
+    }
+}
+
+#[async_trait]
+impl ObjectStore for FileIoStore {
+    async fn put_opts(&self, _: &Path, _: PutPayload, _: PutOptions) -> Result<PutResult> {
+        Err(refused("put"))
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        _: &Path,
+        _: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        Err(refused("put_multipart"))
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        let conditional = options.if_match.is_some()
+            || options.if_none_match.is_some()
+            || options.if_modified_since.is_some()
+            || options.if_unmodified_since.is_some()
+            || options.version.is_some();
+        if conditional {
+            return Err(refused("a conditional or versioned get"));
+        }
+        let size = self.size(location).await?;
+        let meta = ObjectMeta {
+            location: location.clone(),
+            last_modified: chrono::DateTime::UNIX_EPOCH,
+            size,
+            e_tag: None,
+            version: None,
+        };
+        let range: Range<u64> = match (&options.range, options.head) {
+            (_, true) => 0..0,
+            (Some(range), false) => range.as_range(size).map_err(|e| Error::Generic {
+                store: STORE,
+                source: format!("{}: {e}", self.url(location)).into(),
+            })?,
+            (None, false) => 0..size,
+        };
+        let bytes = if range.is_empty() {
+            Bytes::new()
+        } else {
+            let url = self.url(location);
+            let input = self.file_io.new_input(&url).map_err(|e| failed(&url, e))?;
+            let reader = input.reader().await.map_err(|e| failed(&url, e))?;
+            reader
+                .read(range.clone())
+                .await
+                .map_err(|e| failed(&url, e))?
+        };
+        Ok(GetResult {
+            payload: GetResultPayload::Stream(stream::once(async { Ok(bytes) }).boxed()),
+            meta,
+            range,
+            attributes: Attributes::default(),
+        })
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
+        locations.map(|_| Err(refused("delete"))).boxed()
+    }
+
+    fn list(&self, _: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        stream::once(async { Err(refused("list")) }).boxed()
+    }
+
+    async fn list_with_delimiter(&self, _: Option<&Path>) -> Result<ListResult> {
+        Err(refused("list"))
+    }
+
+    async fn copy_opts(&self, _: &Path, _: &Path, _: CopyOptions) -> Result<()> {
+        Err(refused("copy"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::object_store::ObjectStoreExt;
+
+    /// Reads ranges of a file through a FileIO (here the local one) with and without a
+    /// recorded size; writes and listings are refused.
+    #[tokio::test]
+    async fn reads_ranges_through_file_io_and_refuses_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.bin");
+        std::fs::write(&file, b"0123456789").unwrap();
+        let path = Path::from(file.display().to_string().trim_start_matches('/'));
+        let unknown = FileIoStore::new("file", FileIO::new_with_fs(), HashMap::new());
+        let sizes = HashMap::from([(path.as_ref().to_string(), 10)]);
+        let known = FileIoStore::new("file", FileIO::new_with_fs(), sizes);
+        for store in [&unknown, &known] {
+            assert_eq!(store.get_range(&path, 2..5).await.unwrap(), "234");
+            assert_eq!(store.head(&path).await.unwrap().size, 10);
+            let all = store.get(&path).await.unwrap().bytes().await.unwrap();
+            assert_eq!(all, "0123456789");
+        }
+        let missing = Path::from("nowhere/b.bin");
+        let error = unknown.get_range(&missing, 0..1).await.unwrap_err();
+        assert!(
+            error.to_string().contains("file://nowhere/b.bin"),
+            "{error}"
+        );
+        let put = known.put(&path, PutPayload::from_static(b"x")).await;
+        assert!(put.is_err());
+        assert!(known.list_with_delimiter(None).await.is_err());
+        assert_eq!(std::fs::read(&file).unwrap(), b"0123456789");
+    }
+}
