@@ -94,6 +94,10 @@ pub struct RestConfig {
     /// files): `server_maintains`, true by default for `s3tables-rest` only. Runs then leave
     /// maintenance to it unless `[maintenance] after_run = true`.
     pub server_maintains: bool,
+    /// Ask the server to vend storage credentials with each table
+    /// (`X-Iceberg-Access-Delegation: vended-credentials`): `vended_credentials`, true by
+    /// default for `s3tables-rest` and `glue-rest`. Credentials it vends are used either way.
+    pub vended_credentials: bool,
     pub storage: S3Storage,
 }
 

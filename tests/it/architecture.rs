@@ -308,12 +308,17 @@ fn no_file_holds_two_ideas_and_main_is_a_thin_shell() {
 }
 
 /// One path for deleting files (DESIGN.md, decision 8): outside unit tests, only the deletion
-/// path (`commit/deletion.rs`) removes or replaces files, and only the embedded warehouse's
-/// storage (`catalog/local_fs.rs`, which that path calls through iceberg's `FileIO`)
-/// implements removal; nothing else calls `FileIO::delete`.
+/// path (`commit/deletion.rs`) removes or replaces files, and only the storages that path calls
+/// through iceberg's `FileIO` implement removal: the embedded warehouse's
+/// (`catalog/local_fs.rs`) and a REST catalog's, which sends each path to the FileIO of the
+/// credentials vended for it (`catalog/rest/vended.rs`); nothing else calls `FileIO::delete`.
 #[test]
 fn only_the_deletion_path_removes_files() {
-    let allowed = ["commit/deletion.rs", "catalog/local_fs.rs"];
+    let allowed = [
+        "commit/deletion.rs",
+        "catalog/local_fs.rs",
+        "catalog/rest/vended.rs",
+    ];
     let removals = [
         "remove_file(",
         "remove_dir(",

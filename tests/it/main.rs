@@ -63,4 +63,5 @@ mod source_text;
 mod spec_errors;
 mod sql_gate;
 mod two_hosts;
+mod vended_credentials;
 mod window_functions;

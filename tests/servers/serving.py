@@ -9,6 +9,19 @@ import threading, time  # noqa: E402
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
 
 
+def line_log(path):
+    """A function appending one line to the file `path` (nothing when `path` is None), safe to
+    call from the server's threads."""
+    lock = threading.Lock()
+
+    def log(line):
+        if path:
+            with lock, open(path, "a") as f:
+                f.write(line + "\n")
+
+    return log
+
+
 def serve(handler, port=0, exit_with_parent=False):
     """Serves `handler` on 127.0.0.1:`port` (0: any free port) until the process ends."""
     server = ThreadingHTTPServer(("127.0.0.1", port), handler)

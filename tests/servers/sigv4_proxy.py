@@ -22,8 +22,8 @@ echoing the canonical request (session token included). The proxy prints its por
 on stdout when it listens; with --log it appends one line per request: `ok|refused METHOD PATH
 key=KEY [reason]`.
 """
-from serving import Replying, serve  # first: it notes the parent process
-import argparse, datetime, hashlib, hmac, http.client, json, re, sys, threading, time  # noqa: E402
+from serving import Replying, line_log, serve  # first: it notes the parent process
+import argparse, datetime, hashlib, hmac, http.client, json, re, sys, time  # noqa: E402
 from urllib.parse import parse_qs, urlsplit  # noqa: E402
 
 from botocore.auth import SigV4Auth  # noqa: E402
@@ -155,13 +155,7 @@ def main():
     ap.add_argument("--refuse-path", help="refuse (403, echoing the canonical request) requests whose path holds this")
     ap.add_argument("--exit-with-parent", action="store_true")
     args = ap.parse_args()
-    lock = threading.Lock()
-
-    def log(line):
-        if args.log:
-            with lock, open(args.log, "a") as f:
-                f.write(line + "\n")
-
+    log = line_log(args.log)
     serve(handler(args, log), args.port, args.exit_with_parent)
 
 

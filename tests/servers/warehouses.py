@@ -9,8 +9,8 @@ warehouse, or a `/v1/config` without one, is refused with 400, as AWS refuses it
 prints its port on stdout when it listens; with --log it appends `METHOD PATH -> NAME` per
 request.
 """
-from serving import Replying, serve  # first: it notes the parent process
-import argparse, http.client, json, sys, threading  # noqa: E402
+from serving import Replying, line_log, serve  # first: it notes the parent process
+import argparse, http.client, json, sys  # noqa: E402
 from urllib.parse import parse_qs, quote, unquote, urlsplit  # noqa: E402
 
 HOP = {"host", "connection", "keep-alive", "transfer-encoding", "content-length"}
@@ -74,13 +74,7 @@ def main():
     for entry in args.warehouse:
         name, url = entry.split("=", 1)
         targets[name] = urlsplit(url)
-    lock = threading.Lock()
-
-    def log(line):
-        if args.log:
-            with lock, open(args.log, "a") as f:
-                f.write(line + "\n")
-
+    log = line_log(args.log)
     serve(handler(targets, log), args.port, args.exit_with_parent)
 
 

@@ -5,7 +5,8 @@
 //! - `api.rs`: the requests, authenticated and with the spec's headers;
 //! - `auth.rs`: which authentication the spec asks for; `sigv4.rs`: the signer; `oauth.rs`:
 //!   OAuth2 tokens kept fresh; `body.rs`: answers read with a size cap;
-//! - `tables.rs`: the `iceberg::Catalog` the engine reads through;
+//! - `tables.rs`: the `iceberg::Catalog` the engine reads through; `vended.rs`: credentials
+//!   the server vends with a table, used for its files and everything under their prefix;
 //! - `commit.rs`: one table by compare-and-set, or several in one
 //!   `POST /v1/{prefix}/transactions/commit` when `/v1/config` lists that endpoint.
 
@@ -18,8 +19,9 @@ mod commit;
 mod oauth;
 mod sigv4;
 mod tables;
+mod vended;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use iceberg_storage_opendal::OpenDalResolvingStorageFactory;
@@ -48,7 +50,7 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
     // Storage credentials are optional: the server may vend them with each table, and the
     // tables may not be on S3 at all.
     let (auth, file_props) = auth::authenticate(config, &http).await?;
-    let mut api = RestApi::new(http, config.uri.clone(), auth, config.headers.clone());
+    let mut api = RestApi::new(http, config.uri.clone(), auth, request_headers(config));
     api.identity = identity.clone();
     let server = server_config(&api, config).await?;
     api.prefix = server.prefix;
@@ -56,7 +58,12 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
     tracing::debug!(uri = %config.uri, transactions = server.transactions, "connected to REST catalog");
 
     let factory = Arc::new(OpenDalResolvingStorageFactory::new());
-    let file_io = iceberg::io::FileIOBuilder::new(factory.clone())
+    let routes = Arc::new(vended::VendedRoutes::default());
+    let routing = vended::RoutingStorageFactory {
+        base: factory.clone(),
+        routes: routes.clone(),
+    };
+    let file_io = iceberg::io::FileIOBuilder::new(Arc::new(routing))
         .with_props(&file_props)
         .build();
     let inner: Arc<dyn iceberg::Catalog> = Arc::new(RestTables {
@@ -65,6 +72,7 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
         file_props,
         defaults: server.defaults,
         overrides: server.overrides,
+        vended: routes,
         runtime: iceberg::Runtime::current(),
     });
     let multi_table: Option<Arc<dyn MultiTableCommit>> =
@@ -88,6 +96,20 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
         file_io,
         env: None,
     })
+}
+
+/// The header asking the server to vend credentials with each table.
+const DELEGATION: &str = "X-Iceberg-Access-Delegation";
+
+/// The headers every request carries: the spec's, and, when `vended_credentials` is on and
+/// the spec does not set it, `X-Iceberg-Access-Delegation: vended-credentials`.
+fn request_headers(config: &RestConfig) -> BTreeMap<String, String> {
+    let mut headers = config.headers.clone();
+    let set = headers.keys().any(|k| k.eq_ignore_ascii_case(DELEGATION));
+    if config.vended_credentials && !set {
+        headers.insert(DELEGATION.into(), "vended-credentials".into());
+    }
+    headers
 }
 
 /// What the server's `/v1/config` says.

@@ -3,9 +3,9 @@
 //! with every request authenticated the way the spec's catalog section says (`api.rs`).
 //!
 //! The engine reads through this; it publishes through `commit.rs` (compare-and-set commits
-//! and multi-table transactions). A loaded table's files are read with the catalog's file
-//! properties over the credentials the server hands out for it (its `config` and
-//! `storage-credentials`): properties the spec sets win.
+//! and multi-table transactions). A loaded table's files are read with the credentials the
+//! server vends for it (its `config` and `storage-credentials`) where it vends any, else with
+//! the spec's or the environment's; the spec's other storage settings win (`vended.rs`).
 
 use std::collections::HashMap;
 
@@ -22,6 +22,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::api::{urlencode, Refused, RestApi};
+use super::vended::{TableProps, VendedRoutes};
 
 /// A REST catalog's tables.
 pub(super) struct RestTables {
@@ -32,6 +33,8 @@ pub(super) struct RestTables {
     /// The server's `/v1/config` `defaults` and `overrides`, for FileIO.
     pub(super) defaults: HashMap<String, String>,
     pub(super) overrides: HashMap<String, String>,
+    /// Where the catalog-wide file access finds the credentials vended so far.
+    pub(super) vended: std::sync::Arc<VendedRoutes>,
     pub(super) runtime: Runtime,
 }
 
@@ -52,7 +55,7 @@ struct LoadTable {
     #[serde(default)]
     config: HashMap<String, String>,
     #[serde(default)]
-    storage_credentials: Vec<StorageCredential>,
+    storage_credentials: Option<Vec<StorageCredential>>,
 }
 
 /// One entry of `storage-credentials`: the credentials for files under `prefix`.
@@ -155,8 +158,8 @@ impl RestTables {
         }
     }
 
-    /// A table from a `LoadTableResult`, its files read with this catalog's properties over
-    /// the credentials the server gave for it.
+    /// A table from a `LoadTableResult`, its files read with the credentials the server
+    /// vended for it, if any (then also for the catalog-wide file access under their prefix).
     fn table(&self, ident: TableIdent, body: Value) -> Result<Table> {
         let loaded: LoadTable = serde_json::from_value(body).map_err(|e| {
             Error::new(
@@ -167,27 +170,39 @@ impl RestTables {
                 ),
             )
         })?;
-        let mut props = self.defaults.clone();
-        props.extend(loaded.config);
         let location = loaded.metadata.location().to_string();
-        if let Some(c) = loaded
+        let mut server = loaded.config;
+        let credential = loaded
             .storage_credentials
+            .unwrap_or_default()
             .into_iter()
             .filter(|c| location.starts_with(&c.prefix))
-            .max_by_key(|c| c.prefix.len())
-        {
-            props.extend(c.config);
-        }
-        for (key, value) in &props {
+            .max_by_key(|c| c.prefix.len());
+        let prefix = match credential {
+            Some(c) => {
+                server.extend(c.config);
+                c.prefix
+            }
+            None => location,
+        };
+        for (key, value) in &server {
             if crate::secrets::is_secret_key(key) {
                 crate::secrets::register_rotating(value);
             }
         }
-        props.extend(self.file_props.clone());
-        props.extend(self.overrides.clone());
+        let (props, vended) = TableProps {
+            defaults: &self.defaults,
+            server,
+            spec: &self.file_props,
+            overrides: &self.overrides,
+        }
+        .merge();
         let file_io: FileIO = FileIOBuilder::new(self.factory.clone())
             .with_props(props)
             .build();
+        if vended {
+            self.vended.add(&prefix, file_io.clone());
+        }
         let builder = Table::builder()
             .identifier(ident)
             .file_io(file_io)
@@ -396,6 +411,7 @@ mod tests {
             file_props: HashMap::new(),
             defaults: HashMap::new(),
             overrides: HashMap::new(),
+            vended: Default::default(),
             runtime: Runtime::current(),
         }
     }

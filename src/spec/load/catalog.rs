@@ -97,6 +97,9 @@ fn sql_catalog(at: &Positions, project_dir: &Path, c: &RawCatalog) -> Result<Cat
     if c.server_maintains.is_some() {
         return Err(unsupported(at, c, "server_maintains", "sql"));
     }
+    if c.vended_credentials.is_some() {
+        return Err(unsupported(at, c, "vended_credentials", "sql"));
+    }
     let database = match &c.uri {
         None => project_dir.join("warehouse/catalog.db"),
         Some(uri) => {
@@ -135,6 +138,9 @@ fn s3tables_catalog(at: &Positions, c: &RawCatalog, storage: S3Storage) -> Resul
     let arn_region = table_bucket_region(at, arn)?;
     if c.server_maintains.is_some() {
         return Err(unsupported(at, c, "server_maintains", "s3tables"));
+    }
+    if c.vended_credentials.is_some() {
+        return Err(unsupported(at, c, "vended_credentials", "s3tables"));
     }
     if c.uri.is_some() {
         return Err(unsupported(at, c, "uri", "s3tables"));
@@ -331,6 +337,7 @@ fn aws_rest(c: &RawCatalog, storage: S3Storage, region: String) -> RestConfig {
         signing: None,
         flavor: "rest",
         server_maintains: c.server_maintains.unwrap_or(false),
+        vended_credentials: c.vended_credentials.unwrap_or(true),
         storage: S3Storage {
             region: Some(region),
             ..storage
@@ -389,6 +396,7 @@ fn rest_catalog(at: &Positions, c: &RawCatalog, storage: S3Storage) -> Result<Ca
         signing,
         flavor: "rest",
         server_maintains: c.server_maintains.unwrap_or(false),
+        vended_credentials: c.vended_credentials.unwrap_or(false),
         storage,
     }))
 }

@@ -129,6 +129,7 @@ pub(super) struct RawCatalog {
     pub headers: std::collections::BTreeMap<String, String>,
     pub transactions: Option<bool>,
     pub server_maintains: Option<bool>,
+    pub vended_credentials: Option<bool>,
     pub signing: Option<Spanned<String>>,
     pub signing_name: Option<String>,
     pub signing_region: Option<String>,
