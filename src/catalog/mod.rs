@@ -8,7 +8,9 @@
 //! one layer up; how a run publishes with these pieces is `commit::publish`'s business.
 
 mod connection;
+mod data_credentials;
 pub mod env;
+mod fresh_credentials;
 mod local_fs;
 mod lock_anchor;
 mod open;

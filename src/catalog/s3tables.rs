@@ -26,10 +26,11 @@ pub(super) async fn connect(config: &S3TablesConfig) -> Result<PipelineCatalog> 
     let sdk =
         storage::sdk_config(&identity, &config.storage, config.endpoint_url.as_deref()).await?;
     let client = aws_sdk_s3tables::Client::new(&sdk);
-    let props = storage::file_io_props(&identity, &config.storage, &sdk, true).await?;
+    let access = storage::file_io_props(&identity, &config.storage, &sdk, true).await?;
     let factory = Arc::new(OpenDalStorageFactory::S3 {
-        customized_credential_load: None,
+        customized_credential_load: access.loader(),
     });
+    let props = access.props;
     let mut catalog_props = props.clone();
     catalog_props.insert(
         S3TABLES_CATALOG_PROP_TABLE_BUCKET_ARN.to_string(),

@@ -1,9 +1,11 @@
 //! Access to S3 for remote catalogs: the AWS SDK configuration (region, endpoint, credentials)
 //! and the `FileIO` properties for data and metadata files.
 //!
-//! Credentials are resolved once, by the AWS SDK's standard chain (environment, shared
-//! profile, SSO, instance or container role), or taken from the environment variables the spec
-//! names. They are handed to the S3 client as properties and never logged or printed.
+//! Credentials come from the AWS SDK's standard chain (environment, shared profile, SSO,
+//! instance or container role) or the environment variables the spec names. Where the SDK
+//! provides them they are loaded once at connection (a missing credential fails there) and
+//! kept fresh after, for the S3 client too (`data_credentials.rs`); static keys the spec names
+//! for a REST catalog are handed to the S3 client as properties. Never logged or printed.
 //!
 //! The chain is walked only where AWS is certain to be needed: for S3 Tables, and for a REST
 //! catalog whose spec names an AWS profile ([`rest_file_io_props`]). A REST catalog on file
@@ -13,15 +15,19 @@
 //! they are first read.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_credential_types::provider::ProvideCredentials;
 use aws_credential_types::Credentials;
 use iceberg::io::{
     S3_ACCESS_KEY_ID, S3_ENDPOINT, S3_PATH_STYLE_ACCESS, S3_REGION, S3_SECRET_ACCESS_KEY,
     S3_SESSION_TOKEN,
 };
 
+use iceberg_storage_opendal::CustomAwsCredentialLoader;
+
+use super::data_credentials::{self, DATA_FILES};
+use super::fresh_credentials::FreshCredentials;
 use crate::error::{Error, Result};
 use crate::spec::S3Storage;
 
@@ -56,49 +62,71 @@ pub async fn sdk_config(
     Ok(loader.load().await)
 }
 
-/// `FileIO` properties for S3: endpoint, region, path style and the resolved credentials.
-/// With `required` false, no credentials is not an error (a REST catalog may vend them).
+/// What a catalog's S3 files are reached with: FileIO properties (endpoint, region, path
+/// style, and static keys the spec names where nothing renews them) and, where credentials
+/// come from a provider, that provider's credentials kept fresh for the S3 client.
+pub struct S3Access {
+    pub props: HashMap<String, String>,
+    pub credentials: Option<Arc<FreshCredentials>>,
+}
+
+impl S3Access {
+    /// The S3 credential loader for iceberg's storage factories, when credentials come from
+    /// a provider.
+    pub fn loader(&self) -> Option<CustomAwsCredentialLoader> {
+        self.credentials.clone().map(data_credentials::loader)
+    }
+}
+
+/// The endpoint, region and path style of `storage` as FileIO properties.
+fn location_props(storage: &S3Storage, region: Option<String>) -> HashMap<String, String> {
+    let mut props = HashMap::new();
+    if let Some(endpoint) = &storage.endpoint {
+        props.insert(S3_ENDPOINT.to_string(), endpoint.clone());
+    }
+    if let Some(region) = region {
+        props.insert(S3_REGION.to_string(), region);
+    }
+    if storage.path_style_access {
+        props.insert(S3_PATH_STYLE_ACCESS.to_string(), "true".to_string());
+    }
+    props
+}
+
+/// S3 access through `sdk`'s credentials, loaded once here (to fail early) and kept fresh
+/// after. With `required` false, no credentials is not an error (a REST catalog may vend
+/// them).
 pub async fn file_io_props(
     catalog: &str,
     storage: &S3Storage,
     sdk: &SdkConfig,
     required: bool,
-) -> Result<HashMap<String, String>> {
-    let mut props = HashMap::new();
-    if let Some(endpoint) = &storage.endpoint {
-        props.insert(S3_ENDPOINT.to_string(), endpoint.clone());
-    }
-    if let Some(region) = sdk.region() {
-        props.insert(S3_REGION.to_string(), region.to_string());
-    }
-    if storage.path_style_access {
-        props.insert(S3_PATH_STYLE_ACCESS.to_string(), "true".to_string());
-    }
+) -> Result<S3Access> {
+    let props = location_props(storage, sdk.region().map(|r| r.to_string()));
     let Some(provider) = sdk.credentials_provider() else {
-        return Ok(props);
+        return Ok(S3Access {
+            props,
+            credentials: None,
+        });
     };
-    let credentials = match provider.provide_credentials().await {
-        Ok(c) => c,
+    let fresh = Arc::new(FreshCredentials::new(provider, DATA_FILES));
+    match fresh.current().await {
+        Ok(_) => Ok(S3Access {
+            props,
+            credentials: Some(fresh),
+        }),
         Err(e) if !required => {
             tracing::debug!("no AWS credentials for storage ({e}); relying on the catalog");
-            return Ok(props);
-        }
-        Err(e) => {
-            return Err(Error::Catalog {
-                catalog: catalog.to_string(),
-                message: format!(
-                    "no AWS credentials: {e}; set them in the environment (AWS_ACCESS_KEY_ID, ...), a profile, or name variables with access_key_id_env / secret_access_key_env"
-                ),
+            Ok(S3Access {
+                props,
+                credentials: None,
             })
         }
-    };
-    insert_credentials(
-        &mut props,
-        credentials.access_key_id(),
-        credentials.secret_access_key(),
-        credentials.session_token(),
-    );
-    Ok(props)
+        Err(message) => Err(Error::Catalog {
+            catalog: catalog.to_string(),
+            message,
+        }),
+    }
 }
 
 /// `FileIO` properties for the S3 storage a REST catalog's tables may live on, without the
@@ -106,29 +134,17 @@ pub async fn file_io_props(
 /// `AWS_DEFAULT_REGION`), path style, and the static credentials the spec names. Only a spec
 /// naming an AWS `profile` has the SDK resolve it. Without credentials, S3 files are signed
 /// when first read, by the table's vended credentials or the environment's.
-pub async fn rest_file_io_props(
-    catalog: &str,
-    storage: &S3Storage,
-) -> Result<HashMap<String, String>> {
+pub async fn rest_file_io_props(catalog: &str, storage: &S3Storage) -> Result<S3Access> {
     if storage.profile.is_some() {
         let sdk = sdk_config(catalog, storage, None).await?;
         return file_io_props(catalog, storage, &sdk, false).await;
-    }
-    let mut props = HashMap::new();
-    if let Some(endpoint) = &storage.endpoint {
-        props.insert(S3_ENDPOINT.to_string(), endpoint.clone());
     }
     let region = storage.region.clone().or_else(|| {
         ["AWS_REGION", "AWS_DEFAULT_REGION"]
             .iter()
             .find_map(|v| std::env::var(v).ok().filter(|r| !r.trim().is_empty()))
     });
-    if let Some(region) = region {
-        props.insert(S3_REGION.to_string(), region);
-    }
-    if storage.path_style_access {
-        props.insert(S3_PATH_STYLE_ACCESS.to_string(), "true".to_string());
-    }
+    let mut props = location_props(storage, region);
     let named = storage.credentials().map_err(|message| Error::Catalog {
         catalog: catalog.to_string(),
         message,
@@ -141,7 +157,10 @@ pub async fn rest_file_io_props(
             c.session_token.as_deref(),
         );
     }
-    Ok(props)
+    Ok(S3Access {
+        props,
+        credentials: None,
+    })
 }
 
 /// Puts credentials into `props`, registering the secret parts for redaction first.

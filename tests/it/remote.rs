@@ -80,14 +80,6 @@ pub fn s3_bucket() -> String {
     name
 }
 
-/// moto's address and the test region, for specs whose credentials come from elsewhere.
-pub fn moto_settings() -> String {
-    format!(
-        "region = \"{REGION}\"\ns3_endpoint = \"{}\"\npath_style_access = true\n",
-        moto()
-    )
-}
-
 /// The catalog-section lines for moto's S3 with the test credentials.
 pub fn storage_settings() -> String {
     format!(
@@ -429,18 +421,22 @@ impl SigV4Proxy {
         SigV4Proxy::serving(target, service, &["--keys-file", &keys])
     }
 
+    /// moto's S3 behind a proxy accepting only the short-lived keys of `keys_file`.
+    pub fn s3_with_short_keys(keys_file: &std::path::Path) -> SigV4Proxy {
+        let keys = keys_file.display().to_string();
+        SigV4Proxy::to(&moto(), "s3", &["--keys-file", &keys])
+    }
+
     /// A proxy with more `options` (the keys it accepts first): as an AWS endpoint serving one
     /// warehouse under a path, `["--key", K, "--secret", S, "--warehouse", ARN,
     /// "--strip-prefix", "/iceberg"]`.
     pub fn serving(target: &Rustberg, service: &str, options: &[&str]) -> SigV4Proxy {
-        let mut args = vec![
-            "--target",
-            &target.uri,
-            "--region",
-            REGION,
-            "--service",
-            service,
-        ];
+        SigV4Proxy::to(&target.uri, service, options)
+    }
+
+    /// A proxy in front of `uri` (see [`SigV4Proxy::serving`]).
+    pub fn to(uri: &str, service: &str, options: &[&str]) -> SigV4Proxy {
+        let mut args = vec!["--target", uri, "--region", REGION, "--service", service];
         args.extend_from_slice(options);
         let server = PyServer::start("sigv4_proxy.py", &args);
         SigV4Proxy {

@@ -7,9 +7,7 @@
 //! signature was refused, and nothing reaches the catalog.
 
 use crate::common::Project;
-use crate::remote::{
-    moto_settings, storage_settings, Rustberg, SigV4Proxy, KEY, SECRET, SECRET_ENV,
-};
+use crate::remote::{storage_settings, Rustberg, SigV4Proxy, KEY, REGION, SECRET, SECRET_ENV};
 use crate::remote_catalogs::{gold_agrees, retail_backfill_rollback, GOLD};
 
 const BUCKET: &str = "arn:aws:s3tables:us-east-1:111122223333:bucket/analytics";
@@ -188,10 +186,11 @@ fn signing_settings_are_checked_with_the_line() {
 }
 
 #[test]
-fn catalog_credentials_that_expire_during_a_run_are_fetched_again() {
-    // A profile whose credential_process hands out keys valid for two seconds; the proxy
-    // refuses any key past its expiry, so a signer that read its credentials once would fail
-    // as soon as the run outlives the first key.
+fn credentials_that_expire_during_a_run_are_fetched_again_for_catalog_and_files() {
+    // A profile whose credential_process hands out keys valid for two seconds; the proxies in
+    // front of the catalog and of moto's S3 refuse any key past its expiry, so a signer or an
+    // S3 client that read its credentials once would fail as soon as the run outlives the
+    // first key.
     let server = Rustberg::start();
     let dir = tempfile::tempdir().unwrap();
     let keys = dir.path().join("keys");
@@ -209,6 +208,7 @@ fn catalog_credentials_that_expire_during_a_run_are_fetched_again() {
     .unwrap();
     std::fs::write(dir.path().join("none"), "").unwrap();
     let proxy = SigV4Proxy::with_short_keys(&server, "s3tables", &keys);
+    let s3 = SigV4Proxy::s3_with_short_keys(&keys);
     let mut p = Project::retail();
     p.env
         .push(("AWS_CONFIG_FILE".into(), config.display().to_string()));
@@ -218,23 +218,25 @@ fn catalog_credentials_that_expire_during_a_run_are_fetched_again() {
     ));
     let p = p.on_catalog_section(&format!(
         "\n[catalogs.remote]\ntype = \"rest\"\nuri = \"{}\"\nsigning = \"sigv4\"\n\
-         signing_name = \"s3tables\"\nprofile = \"short\"\n{}",
-        proxy.uri,
-        moto_settings()
+         signing_name = \"s3tables\"\nprofile = \"short\"\nregion = \"{REGION}\"\n\
+         s3_endpoint = \"{}\"\npath_style_access = true\n",
+        proxy.uri, s3.uri
     ));
     let started = std::time::Instant::now();
     p.json(&["run", "retail"]);
     let took = started.elapsed();
-    assert!(refused(&proxy).is_empty(), "{:?}", refused(&proxy));
-    let used: std::collections::BTreeSet<String> = proxy
-        .requests()
-        .iter()
-        .filter_map(|r| r.split(" key=").nth(1).map(|k| k.to_string()))
-        .collect();
-    assert!(
-        took.as_secs_f64() > 2.5 && used.len() > 1,
-        "the run ({took:?}) must outlive a key, and use more than one: {used:?}"
-    );
+    for proxy in [&proxy, &s3] {
+        assert!(refused(proxy).is_empty(), "{:?}", refused(proxy));
+        let used: std::collections::BTreeSet<String> = proxy
+            .requests()
+            .iter()
+            .filter_map(|r| r.split(" key=").nth(1).map(|k| k.to_string()))
+            .collect();
+        assert!(
+            took.as_secs_f64() > 2.5 && used.len() > 1,
+            "the run ({took:?}) must outlive a key, and use more than one: {used:?}"
+        );
+    }
     assert_eq!(
         p.query("SELECT count(*) FROM silver.orders")[0][0],
         Some(crate::common::expected_retail()["counts"]["silver.orders"].to_string())

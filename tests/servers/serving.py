@@ -36,7 +36,8 @@ def serve(handler, port=0, exit_with_parent=False):
 
 
 class Replying(BaseHTTPRequestHandler):
-    """A quiet HTTP/1.1 handler with `reply(status, headers, payload)` (no body for HEAD)."""
+    """A quiet HTTP/1.1 handler with `reply(status, headers, payload)` (no body for HEAD), and
+    `relay(response, headers, payload)` for a proxy's answer from its target."""
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *a):
@@ -50,3 +51,14 @@ class Replying(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(payload)
+
+    def relay(self, response, headers, payload):
+        """The target's `response` with `headers` and `payload`; to a HEAD, without a body but
+        with the length the target gave (an object's size)."""
+        if self.command != "HEAD":
+            return self.reply(response.status, headers, payload)
+        self.send_response(response.status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", response.getheader("content-length") or "0")
+        self.end_headers()

@@ -10,10 +10,11 @@ Checked, in order (any failure answers 403 `SignatureDoesNotMatch` and forwards 
   * `host` and `x-amz-date` among the signed headers; the date within 15 minutes of now and
     equal to the credential's date;
   * `x-amz-content-sha256`, when sent, signed and equal to the SHA-256 (hex) of the body
-    actually received (without it, botocore hashes the body itself);
-  * the signature botocore's `SigV4Auth` computes over the method, the raw path and query, the
+    actually received, or, for S3, `UNSIGNED-PAYLOAD` (without it, botocore hashes the body);
+  * the signature botocore's `SigV4Auth` (`S3SigV4Auth` for S3) computes over the method, the raw path and query, the
     signed headers and the payload hash.
-Verified requests go to the target without the signature headers. As AWS's endpoints, it may
+Verified requests go to the target without the signature headers (with them for `--service
+s3`: it stands in front of moto's S3, which refuses some unsigned requests). As AWS's endpoints, it may
 serve one warehouse under a path: with `--warehouse W` a `/v1/config` must ask for `warehouse=W`
 (the target serves one warehouse, so the query is not passed on), and with `--strip-prefix
 /iceberg` requests outside that path are refused (404) and the prefix is removed. With
@@ -26,15 +27,15 @@ from serving import Replying, line_log, serve  # first: it notes the parent proc
 import argparse, datetime, hashlib, hmac, http.client, json, re, sys, time  # noqa: E402
 from urllib.parse import parse_qs, urlsplit  # noqa: E402
 
-from botocore.auth import SigV4Auth  # noqa: E402
+from botocore.auth import S3SigV4Auth, SigV4Auth  # noqa: E402
 from botocore.awsrequest import AWSRequest  # noqa: E402
 from botocore.credentials import Credentials  # noqa: E402
 
 AUTH = re.compile(
     r"^AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, ?"
     r"SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$")
-HOP = {"authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token", "host",
-       "connection", "keep-alive", "transfer-encoding", "content-length"}
+SIGNATURE = {"authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"}
+HOP = SIGNATURE | {"host", "connection", "keep-alive", "transfer-encoding", "content-length"}
 
 
 def check(args, method, path, headers, body):
@@ -71,7 +72,9 @@ def check(args, method, path, headers, body):
         return f"bad x-amz-date {amz_date!r}"
     if abs((datetime.datetime.now(datetime.timezone.utc) - at).total_seconds()) > 900 or amz_date[:8] != day:
         return "x-amz-date is not now"
-    if headers.get("x-amz-content-sha256", hashlib.sha256(body).hexdigest()) != hashlib.sha256(body).hexdigest():
+    sent_hash = headers.get("x-amz-content-sha256", hashlib.sha256(body).hexdigest())
+    unsigned = service == "s3" and sent_hash == "UNSIGNED-PAYLOAD"
+    if not unsigned and sent_hash != hashlib.sha256(body).hexdigest():
         return "x-amz-content-sha256 is not the SHA-256 of the body"
     missing = [n for n in names if n not in headers]
     if missing:
@@ -79,8 +82,9 @@ def check(args, method, path, headers, body):
     request = AWSRequest(method=method, url=f"http://{headers['host']}{path}",
                          headers={n: headers[n] for n in names}, data=body)
     request.context["timestamp"] = amz_date
-    signer = SigV4Auth(Credentials(key, secret, headers.get("x-amz-security-token")),
-                       service, region)
+    # S3 signs its path encoded once, as sent; the other services twice, normalized.
+    scheme = S3SigV4Auth if service == "s3" else SigV4Auth
+    signer = scheme(Credentials(key, secret, headers.get("x-amz-security-token")), service, region)
     canonical = signer.canonical_request(request)
     if signer.signed_headers(signer.headers_to_sign(request)) != signed:
         return "the signed header list is not canonical"
@@ -128,12 +132,14 @@ def handler(args, log):
                     "type": "SignatureDoesNotMatch", "code": 403}}).encode()
                 return self.reply(403, {"Content-Type": "application/json"}, payload)
             conn = http.client.HTTPConnection(target.hostname, target.port, timeout=120)
-            forwarded = {k: v for k, v in headers.items() if k not in HOP}
+            # moto's S3 refuses some unsigned requests (DELETE): S3 gets the signature as sent.
+            dropped = HOP - SIGNATURE if args.service == "s3" else HOP
+            forwarded = {k: v for k, v in headers.items() if k not in dropped}
             conn.request(self.command, target.path.rstrip("/") + path, body=body or None, headers=forwarded)
             response = conn.getresponse()
             data = response.read()
             kept = {k: v for k, v in response.getheaders() if k.lower() not in HOP}
-            self.reply(response.status, kept, data)
+            self.relay(response, kept, data)
             conn.close()
 
         do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = handle_one

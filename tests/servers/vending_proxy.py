@@ -52,15 +52,7 @@ def handler(args, log):
             kept = {k: v for k, v in response.getheaders() if k.lower() not in HOP}
             if args.vend_key and "vended-credentials" in delegation and response.status == 200:
                 data = vend(args, data)
-            if self.command == "HEAD":
-                # No body, but the object's length, as the target gave it.
-                self.send_response(response.status)
-                for k, v in response.getheaders():
-                    if k.lower() not in HOP or k.lower() == "content-length":
-                        self.send_header(k, v)
-                self.end_headers()
-            else:
-                self.reply(response.status, kept, data)
+            self.relay(response, kept, data)
             conn.close()
 
         def body(self):

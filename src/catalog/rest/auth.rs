@@ -2,23 +2,24 @@
 //! from the variable `token_env` names, one exchanged for the OAuth2 client credential that
 //! `credential_env` names, a SigV4 signature (`signing = "sigv4"`), or nothing.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
 use aws_credential_types::provider::SharedCredentialsProvider;
 
 use super::api::Auth;
 use super::oauth::OAuth2;
-use super::sigv4::SigV4;
-use crate::catalog::storage;
+use super::sigv4::{SigV4, SIGNING};
+use crate::catalog::fresh_credentials::FreshCredentials;
+use crate::catalog::storage::{self, S3Access};
 use crate::error::{Error, Result};
 use crate::spec::{read_env, RestConfig};
 
-/// The authentication of `config`'s requests, and the `FileIO` properties for its tables'
-/// files. A signing catalog resolves its AWS credentials once here, for both.
+/// The authentication of `config`'s requests, and the S3 access for its tables' files. A
+/// signing catalog's AWS credentials are kept fresh for both (each with its own cache).
 pub(super) async fn authenticate(
     config: &RestConfig,
     http: &reqwest::Client,
-) -> Result<(Auth, HashMap<String, String>)> {
+) -> Result<(Auth, S3Access)> {
     let fail = |message: String| Error::Catalog {
         catalog: config.identity(),
         message,
@@ -29,7 +30,8 @@ pub(super) async fn authenticate(
             fail("no AWS credential provider to sign catalog requests with".into())
         })?;
         let file_props = storage::file_io_props(&config.uri, &config.storage, &sdk, false).await?;
-        let signer = SigV4::new(provider, signing.region.clone(), signing.name.clone());
+        let credentials = Arc::new(FreshCredentials::new(provider, SIGNING));
+        let signer = SigV4::new(credentials, signing.region.clone(), signing.name.clone());
         return Ok((Auth::SigV4(signer), file_props));
     }
     let file_props = storage::rest_file_io_props(&config.uri, &config.storage).await?;

@@ -24,6 +24,7 @@ mod vended;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use iceberg::io::StorageFactory;
 use iceberg_storage_opendal::OpenDalResolvingStorageFactory;
 use reqwest::Method;
 
@@ -49,7 +50,7 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
         })?;
     // Storage credentials are optional: the server may vend them with each table, and the
     // tables may not be on S3 at all.
-    let (auth, file_props) = auth::authenticate(config, &http).await?;
+    let (auth, access) = auth::authenticate(config, &http).await?;
     let mut api = RestApi::new(http, config.uri.clone(), auth, request_headers(config));
     api.identity = identity.clone();
     let server = server_config(&api, config).await?;
@@ -57,7 +58,16 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
     let api = Arc::new(api);
     tracing::debug!(uri = %config.uri, transactions = server.transactions, "connected to REST catalog");
 
-    let factory = Arc::new(OpenDalResolvingStorageFactory::new());
+    // Files are reached with the spec's or the environment's credentials (kept fresh where a
+    // provider gives them), but a table's whose credentials the server vends: with those.
+    let plain = Arc::new(OpenDalResolvingStorageFactory::new());
+    let factory: Arc<dyn StorageFactory> = match access.loader() {
+        Some(loader) => {
+            Arc::new(OpenDalResolvingStorageFactory::new().with_s3_credential_loader(loader))
+        }
+        None => plain.clone(),
+    };
+    let file_props = access.props;
     let routes = Arc::new(vended::VendedRoutes::default());
     let routing = vended::RoutingStorageFactory {
         base: factory.clone(),
@@ -69,6 +79,7 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
     let inner: Arc<dyn iceberg::Catalog> = Arc::new(RestTables {
         api: api.clone(),
         factory,
+        vended_factory: plain,
         file_props,
         defaults: server.defaults,
         overrides: server.overrides,

@@ -12,132 +12,50 @@
 //!   reqwest adds `accept`, `content-length` and the like after signing.
 //!
 //! Credentials come from the spec's named variables, its AWS profile, or the standard chain,
-//! and are fetched again before they expire (five minutes, or a quarter of their life when
-//! shorter), so a daemon outlives an STS session; a failed renewal keeps credentials that are
-//! still valid, and a load never waits more than thirty seconds.
+//! kept fresh by `catalog/fresh_credentials.rs`, so a daemon outlives an STS session.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
-use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{
     sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings,
 };
 use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
 use reqwest::header::{HeaderName, HeaderValue};
-use tokio::sync::Mutex;
 
-/// At most this long before their expiry credentials are fetched again (a quarter of their
-/// life when that is shorter, so credentials issued for minutes are not fetched on every
-/// request).
-const REFRESH_BEFORE: Duration = Duration::from_secs(300);
-/// The longest a credential load may take (the AWS chain may ask a metadata service that
-/// does not answer); requests wait for it, since it holds the signer's lock.
-const LOAD_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Credentials and when they were loaded.
-#[derive(Clone)]
-struct Loaded {
-    credentials: Credentials,
-    at: SystemTime,
-}
-
-impl Loaded {
-    /// Whether they should be loaded again at `now`.
-    fn due(&self, now: SystemTime) -> bool {
-        let Some(expiry) = self.credentials.expiry() else {
-            return false;
-        };
-        let life = expiry.duration_since(self.at).unwrap_or_default();
-        now + (life / 4).min(REFRESH_BEFORE) >= expiry
-    }
-
-    /// Whether they can still sign at `now`.
-    fn valid(&self, now: SystemTime) -> bool {
-        self.credentials.expiry().is_none_or(|at| now < at)
-    }
-}
+use crate::catalog::fresh_credentials::FreshCredentials;
 
 /// Signs requests for one service in one region.
 pub(in crate::catalog) struct SigV4 {
-    provider: SharedCredentialsProvider,
+    credentials: Arc<FreshCredentials>,
     /// The signing region, e.g. `us-east-1`.
     region: String,
     /// The signing name: `s3tables`, `glue`, `execute-api`.
     service: String,
-    cached: Arc<Mutex<Option<Loaded>>>,
-    load_timeout: Duration,
 }
 
+/// What the signer's credentials are for, in messages.
+pub(in crate::catalog) const SIGNING: &str = "to sign catalog requests with";
+
 impl SigV4 {
+    /// Signs with `credentials` (shared with the S3 client of the catalog's data files).
     pub(in crate::catalog) fn new(
-        provider: SharedCredentialsProvider,
+        credentials: Arc<FreshCredentials>,
         region: String,
         service: String,
     ) -> SigV4 {
         SigV4 {
-            provider,
+            credentials,
             region,
             service,
-            cached: Arc::new(Mutex::new(None)),
-            load_timeout: LOAD_TIMEOUT,
         }
-    }
-
-    /// The credentials to sign with: the cached ones unless they are due for renewal; when a
-    /// renewal fails (or takes longer than the load timeout), the cached ones as long as they
-    /// have not expired.
-    async fn credentials(&self) -> Result<Credentials, String> {
-        let mut cached = self.cached.lock().await;
-        let now = SystemTime::now();
-        if let Some(c) = cached.as_ref().filter(|c| !c.due(now)) {
-            return Ok(c.credentials.clone());
-        }
-        let loaded = match tokio::time::timeout(
-            self.load_timeout,
-            self.provider.provide_credentials(),
-        )
-        .await
-        {
-            Ok(Ok(credentials)) => credentials,
-            failed => {
-                let why = match failed {
-                    Ok(Err(e)) => e.to_string(),
-                    _ => format!(
-                        "loading them took more than {}s",
-                        self.load_timeout.as_secs_f32()
-                    ),
-                };
-                if let Some(c) = cached.as_ref().filter(|c| c.valid(SystemTime::now())) {
-                    tracing::warn!("AWS credentials for catalog signing could not be renewed ({why}); the current ones are still valid and are kept");
-                    return Ok(c.credentials.clone());
-                }
-                return Err(format!(
-                    "AWS credentials to sign catalog requests with are missing: {why}; set them in the environment (AWS_ACCESS_KEY_ID, ...), a profile, or name variables with access_key_id_env / secret_access_key_env"
-                ));
-            }
-        };
-        crate::secrets::register_rotating(loaded.secret_access_key());
-        if let Some(token) = loaded.session_token() {
-            crate::secrets::register_rotating(token);
-        }
-        tracing::debug!(
-            expiry = ?loaded.expiry(),
-            "AWS credentials for catalog signing (re)loaded"
-        );
-        *cached = Some(Loaded {
-            credentials: loaded.clone(),
-            at: now,
-        });
-        Ok(loaded)
     }
 
     /// Adds the signature headers (`authorization`, `x-amz-date`, `x-amz-content-sha256`,
     /// `x-amz-security-token`) to `request`.
     pub(super) async fn sign(&self, request: &mut reqwest::Request) -> Result<(), String> {
-        let identity: Identity = self.credentials().await?.into();
+        let identity: Identity = self.credentials.current().await?.into();
         let mut settings = SigningSettings::default();
         settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
         let params = v4::SigningParams::builder()
@@ -188,7 +106,11 @@ impl SigV4 {
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    use std::time::Duration;
+
     use aws_credential_types::provider::future;
+    use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
+    use aws_credential_types::Credentials;
     use sha2::{Digest, Sha256};
 
     use super::*;
@@ -241,8 +163,9 @@ mod tests {
             fails_from,
             hangs,
         });
-        let mut signer = SigV4::new(provider, "eu-west-1".into(), "glue".into());
-        signer.load_timeout = Duration::from_millis(300);
+        let timeout = Duration::from_millis(300);
+        let credentials = FreshCredentials::with_load_timeout(provider, SIGNING, timeout);
+        let signer = SigV4::new(Arc::new(credentials), "eu-west-1".into(), "glue".into());
         (signer, calls)
     }
 

@@ -27,7 +27,10 @@ use super::vended::{TableProps, VendedRoutes};
 /// A REST catalog's tables.
 pub(super) struct RestTables {
     pub(super) api: std::sync::Arc<RestApi>,
+    /// Storage for files reached with the spec's or the environment's credentials.
     pub(super) factory: std::sync::Arc<dyn StorageFactory>,
+    /// Storage for files reached with the static credentials the server vends.
+    pub(super) vended_factory: std::sync::Arc<dyn StorageFactory>,
     /// FileIO properties from the spec (storage endpoint, region, named credentials).
     pub(super) file_props: HashMap<String, String>,
     /// The server's `/v1/config` `defaults` and `overrides`, for FileIO.
@@ -197,9 +200,11 @@ impl RestTables {
             overrides: &self.overrides,
         }
         .merge();
-        let file_io: FileIO = FileIOBuilder::new(self.factory.clone())
-            .with_props(props)
-            .build();
+        let factory = match vended {
+            true => self.vended_factory.clone(),
+            false => self.factory.clone(),
+        };
+        let file_io: FileIO = FileIOBuilder::new(factory).with_props(props).build();
         if vended {
             self.vended.add(&prefix, file_io.clone());
         }
@@ -408,6 +413,7 @@ mod tests {
         RestTables {
             api: Arc::new(api),
             factory: Arc::new(OpenDalResolvingStorageFactory::new()),
+            vended_factory: Arc::new(OpenDalResolvingStorageFactory::new()),
             file_props: HashMap::new(),
             defaults: HashMap::new(),
             overrides: HashMap::new(),
