@@ -172,6 +172,10 @@ fn signing_settings_are_checked_with_the_line() {
         ),
         ("type = \"s3tables-rest\"\ntable_bucket_arn = \"arn:aws:s3:::b\"\n", "is not a table bucket ARN"),
         (
+            "type = \"s3tables\"\ntable_bucket_arn = \"arn:aws:s3tables:us-east-1:111122223333:bucket/b\"\nvended_credentials = true\n",
+            "`vended_credentials` does not apply to a catalog of type \"s3tables\"",
+        ),
+        (
             &format!("type = \"s3tables-rest\"\ntable_bucket_arn = \"{BUCKET}\"\nsigning_name = \"glue\"\n"),
             "`signing_name` does not apply to a catalog of type \"s3tables-rest\"",
         ),
