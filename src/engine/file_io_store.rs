@@ -7,8 +7,11 @@
 //! The store only reads: writes, listings, copies and deletions are refused (the engine writes
 //! through iceberg, and every deletion goes through its one path). Object paths are
 //! `BUCKET/KEY`; the store puts its scheme (`s3`, `s3a`) in front to name the file to FileIO.
-//! Sizes recorded by the table's metadata (and checked against storage by the scan) spare a
-//! `HEAD` per read; a file of unknown size is asked for its size once per read.
+//! Sizes recorded by the table's metadata spare a `HEAD` per read (a file of unknown size is
+//! asked for its size once per read). They are checked only when a read fails or comes back
+//! short: then a `HEAD` tells whether the file is missing or of another size than the metadata
+//! records, and the error names the file and says which (a [`StorageProblem`]: damage, as on
+//! local files), so a healthy scan costs no request beyond its reads.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -24,6 +27,8 @@ use datafusion::object_store::{
 };
 use futures::stream::{self, BoxStream, StreamExt};
 use iceberg::io::FileIO;
+
+use crate::error::StorageProblem;
 
 const STORE: &str = "iceberg FileIO";
 
@@ -57,6 +62,72 @@ impl FileIoStore {
         let input = self.file_io.new_input(&url).map_err(|e| failed(&url, e))?;
         Ok(input.metadata().await.map_err(|e| failed(&url, e))?.size)
     }
+}
+
+impl FileIoStore {
+    /// The bytes of `range`, all of them, or an error saying why not.
+    async fn read(&self, location: &Path, range: Range<u64>) -> Result<Bytes> {
+        let url = self.url(location);
+        let read = async {
+            let input = self.file_io.new_input(&url)?;
+            input.reader().await?.read(range.clone()).await
+        }
+        .await;
+        match read {
+            Ok(bytes) if bytes.len() as u64 == range.end - range.start => Ok(bytes),
+            Ok(bytes) => {
+                let short = format!("{url}: {} bytes read of {range:?}", bytes.len());
+                Err(self.explain(location, &url, short).await)
+            }
+            Err(e) => Err(self
+                .explain(location, &url, failed(&url, e).to_string())
+                .await),
+        }
+    }
+
+    /// Why a read of `location` failed (`answer`): the file is missing, or not of the size the
+    /// table's metadata records (a [`StorageProblem`]), else what storage answered.
+    async fn explain(&self, location: &Path, url: &str, answer: String) -> Error {
+        let found = match self.file_io.new_input(url) {
+            Ok(input) => input.metadata().await,
+            Err(e) => Err(e),
+        };
+        let problem = match (found, self.sizes.get(location.as_ref())) {
+            (Err(e), _) if not_found(&e) => Some("no such file".to_string()),
+            (Ok(found), Some(&size)) if found.size != size => Some(format!(
+                "{} bytes, the table's metadata records {size}",
+                found.size
+            )),
+            _ => None,
+        };
+        let source: Box<dyn std::error::Error + Send + Sync> = match problem {
+            Some(problem) => Box::new(StorageProblem {
+                path: url.to_string(),
+                problem,
+                refused_write: false,
+            }),
+            None => answer.into(),
+        };
+        Error::Generic {
+            store: STORE,
+            source,
+        }
+    }
+}
+
+/// Whether storage answered that the object does not exist.
+fn not_found(e: &iceberg::Error) -> bool {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(e) = next {
+        if let Some(o) = e.downcast_ref::<opendal::Error>() {
+            return o.kind() == opendal::ErrorKind::NotFound;
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return io.kind() == std::io::ErrorKind::NotFound;
+        }
+        next = e.source();
+    }
+    false
 }
 
 /// An error naming the file (its whole URL) and what storage answered.
@@ -129,13 +200,7 @@ impl ObjectStore for FileIoStore {
         let bytes = if range.is_empty() {
             Bytes::new()
         } else {
-            let url = self.url(location);
-            let input = self.file_io.new_input(&url).map_err(|e| failed(&url, e))?;
-            let reader = input.reader().await.map_err(|e| failed(&url, e))?;
-            reader
-                .read(range.clone())
-                .await
-                .map_err(|e| failed(&url, e))?
+            self.read(location, range.clone()).await?
         };
         Ok(GetResult {
             payload: GetResultPayload::Stream(stream::once(async { Ok(bytes) }).boxed()),

@@ -11,8 +11,8 @@
 //! have to escape, or a local file missing or of another size than its metadata records (one
 //! `stat` each), is read by iceberg-datafusion's provider, as before. Files on S3 are read
 //! through the table's own FileIO ([`FileIoStore`]), registered with the session under a name
-//! of its own per table location; one of them missing or resized (a `HEAD` each, several at a
-//! time) fails the scan with an error naming it.
+//! of its own per table location; one of them missing or resized fails the scan with an error
+//! naming it when it is read (a healthy scan asks storage for nothing but its reads).
 
 use std::any::Any;
 use std::sync::Arc;
@@ -116,8 +116,8 @@ fn partitioned_file(task: &FileScanTask, path: String) -> PartitionedFile {
 
 impl NativeParquetTable {
     /// The object store and the paths in it of the tasks' files when DataFusion reads them
-    /// as Iceberg would; `None` when iceberg reads them (see the module doc); an error naming
-    /// a file of a table on S3 that is missing or resized. A table on S3 gets its store (over
+    /// as Iceberg would; `None` when iceberg reads them (see the module doc). A table on S3
+    /// gets its store (over
     /// its own FileIO) registered with the session, replacing the one an earlier scan of the
     /// same table registered.
     async fn native_files(
@@ -131,10 +131,7 @@ impl NativeParquetTable {
             return Ok(paths.ok().map(|p| (ObjectStoreUrl::local_filesystem(), p)));
         };
         let file_io = self.table.file_io();
-        let Some(paths) = remote_files(file_io, scheme, tasks)
-            .await
-            .map_err(df_error)?
-        else {
+        let Some(paths) = remote_files(scheme, tasks) else {
             return Ok(None);
         };
         let sizes = paths
