@@ -3,8 +3,8 @@
 //! before they expire (five minutes before, or a quarter of their life when that is shorter,
 //! so credentials issued for minutes are not fetched on every use). A renewal that fails, or
 //! takes longer than thirty seconds, keeps credentials that are still valid; with none, the
-//! error says where to set them. One cache serves the catalog's request signer and the S3
-//! client of its data files alike (`data_credentials.rs`).
+//! error says where to set them. The catalog's request signer and the S3 client of its data
+//! files (`data_credentials.rs`) each keep one.
 
 use std::fmt;
 use std::time::{Duration, SystemTime};

@@ -23,7 +23,6 @@ use iceberg::io::{
     S3_ACCESS_KEY_ID, S3_ENDPOINT, S3_PATH_STYLE_ACCESS, S3_REGION, S3_SECRET_ACCESS_KEY,
     S3_SESSION_TOKEN,
 };
-
 use iceberg_storage_opendal::CustomAwsCredentialLoader;
 
 use super::data_credentials::{self, DATA_FILES};

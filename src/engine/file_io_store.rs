@@ -62,9 +62,7 @@ impl FileIoStore {
         let input = self.file_io.new_input(&url).map_err(|e| failed(&url, e))?;
         Ok(input.metadata().await.map_err(|e| failed(&url, e))?.size)
     }
-}
 
-impl FileIoStore {
     /// The bytes of `range`, all of them, or an error saying why not.
     async fn read(&self, location: &Path, range: Range<u64>) -> Result<Bytes> {
         let url = self.url(location);
@@ -79,9 +77,7 @@ impl FileIoStore {
                 let short = format!("{url}: {} bytes read of {range:?}", bytes.len());
                 Err(self.explain(location, &url, short).await)
             }
-            Err(e) => Err(self
-                .explain(location, &url, failed(&url, e).to_string())
-                .await),
+            Err(e) => Err(self.explain(location, &url, format!("{url}: {e}")).await),
         }
     }
 

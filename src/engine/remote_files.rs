@@ -29,7 +29,7 @@ pub fn store_name(location: &str) -> String {
 }
 
 /// The object paths (`BUCKET/KEY`, in the order of `tasks`) of the tasks' files when
-/// DataFusion's Parquet reader reads them exactly as Iceberg would; `Ok(None)` when iceberg's
+/// DataFusion's Parquet reader reads them exactly as Iceberg would; `None` when iceberg's
 /// reader reads them (delete files to apply, not Parquet, not under `scheme://` or not a plain
 /// path: said in the debug log).
 pub fn remote_files(scheme: &str, tasks: &[FileScanTask]) -> Option<Vec<String>> {

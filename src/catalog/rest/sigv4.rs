@@ -39,7 +39,7 @@ pub(in crate::catalog) struct SigV4 {
 pub(in crate::catalog) const SIGNING: &str = "to sign catalog requests with";
 
 impl SigV4 {
-    /// Signs with `credentials` (shared with the S3 client of the catalog's data files).
+    /// Signs with `credentials`, kept fresh.
     pub(in crate::catalog) fn new(
         credentials: Arc<FreshCredentials>,
         region: String,

@@ -47,17 +47,23 @@ pub(super) struct TableProps<'a> {
 impl TableProps<'_> {
     /// The merged properties, and whether the server vended a credential (an access key).
     pub fn merge(self) -> (HashMap<String, String>, bool) {
-        let vended = self.server.contains_key(S3_ACCESS_KEY_ID);
+        let mut server = self.server;
+        let vended = server.contains_key(S3_ACCESS_KEY_ID);
+        let credential: Vec<(String, String)> = match vended {
+            true => CREDENTIAL_KEYS
+                .iter()
+                .filter_map(|key| server.remove_entry(*key))
+                .collect(),
+            false => Vec::new(),
+        };
         let mut props = self.defaults.clone();
-        props.extend(self.server.clone());
+        props.extend(server);
         props.extend(self.spec.clone());
         if vended {
             for key in CREDENTIAL_KEYS {
                 props.remove(key);
-                if let Some(value) = self.server.get(key) {
-                    props.insert(key.to_string(), value.clone());
-                }
             }
+            props.extend(credential);
         }
         props.extend(self.overrides.clone());
         (props, vended)
