@@ -13,6 +13,7 @@ pub mod env;
 mod fresh_credentials;
 mod local_fs;
 mod lock_anchor;
+mod node_storage;
 mod open;
 mod remote;
 mod rest;
@@ -24,6 +25,7 @@ mod updates;
 pub use connection::{Backend, PipelineCatalog};
 pub use local_fs::{lies_inside, LocalStorageFactory};
 pub use lock_anchor::LockAnchor;
+pub use node_storage::NodeS3;
 pub use open::open_project_catalog;
 pub use remote::{
     Committed, Current, MultiTableCommit, RemoteCatalog, Swap, TableMove, TablePointers,

@@ -4,8 +4,38 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::catalog::NodeS3;
 use crate::cluster::{run_executor, run_scheduler, ExecutorOptions, SchedulerOptions};
 use crate::error::{Error, Result};
+
+/// How a node of the cluster reaches S3, for tables whose files are there. Credentials are
+/// never given here: each node signs with the AWS credential chain of its own environment
+/// (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, credential_process, SSO, an
+/// instance or container role), loaded when it first touches S3.
+#[derive(clap::Args)]
+pub struct NodeS3Args {
+    /// An S3-compatible endpoint (MinIO, a VPC endpoint); default: AWS_ENDPOINT_URL_S3 or
+    /// AWS_ENDPOINT_URL, else AWS's own.
+    #[arg(long, value_name = "URL")]
+    pub s3_endpoint: Option<String>,
+    /// The S3 region (default: AWS_REGION or AWS_DEFAULT_REGION).
+    #[arg(long, value_name = "REGION")]
+    pub s3_region: Option<String>,
+    /// Path-style S3 requests (ENDPOINT/BUCKET/KEY), as most S3-compatible stores want.
+    #[arg(long)]
+    pub s3_path_style: bool,
+}
+
+impl NodeS3Args {
+    fn settings(&self) -> NodeS3 {
+        NodeS3 {
+            endpoint: self.s3_endpoint.clone(),
+            region: self.s3_region.clone(),
+            path_style: self.s3_path_style,
+        }
+        .with_environment()
+    }
+}
 
 /// `pipeline scheduler`.
 #[derive(clap::Args)]
@@ -20,6 +50,8 @@ pub struct SchedulerArgs {
     /// again on the others (keep it above the executors' --heartbeat).
     #[arg(long, value_name = "SECONDS", default_value_t = 180)]
     pub executor_timeout: u64,
+    #[command(flatten)]
+    pub s3: NodeS3Args,
 }
 
 /// `pipeline executor`.
@@ -47,6 +79,8 @@ pub struct ExecutorArgs {
     /// Seconds between heartbeats to the scheduler.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub heartbeat: u64,
+    #[command(flatten)]
+    pub s3: NodeS3Args,
 }
 
 /// Runs the scheduler until the process is stopped.
@@ -58,6 +92,7 @@ pub async fn scheduler(args: &SchedulerArgs) -> Result<()> {
             .clone()
             .unwrap_or_else(|| args.bind.ip().to_string()),
         executor_timeout: Duration::from_secs(args.executor_timeout),
+        s3: args.s3.settings(),
     })
     .await
 }
@@ -95,6 +130,7 @@ pub async fn executor(args: &ExecutorArgs) -> Result<()> {
         concurrent_tasks: args.concurrent_tasks.unwrap_or(0),
         work_dir,
         heartbeat: Duration::from_secs(args.heartbeat),
+        s3: args.s3.settings(),
     })
     .await
 }

@@ -22,6 +22,7 @@ use datafusion_proto::physical_plan::from_proto::parse_physical_expr;
 use datafusion_proto::physical_plan::to_proto::serialize_physical_expr;
 use datafusion_proto::physical_plan::PhysicalExtensionCodec;
 use datafusion_proto::protobuf;
+use iceberg::io::FileIO;
 use prost::Message;
 
 use super::write_exec::WriteExec;
@@ -135,9 +136,28 @@ struct RowNumberNode {
 }
 
 /// The physical codec of the scheduler and the executors.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct PhysicalCodec {
     ballista: BallistaPhysicalExtensionCodec,
+    /// The S3 access of the node decoding (an executor's own): what its writes go through.
+    s3: Option<FileIO>,
+}
+
+impl PhysicalCodec {
+    /// The codec of a node whose S3 files are reached through `s3`.
+    pub fn for_node(s3: FileIO) -> PhysicalCodec {
+        PhysicalCodec {
+            ballista: BallistaPhysicalExtensionCodec::default(),
+            s3: Some(s3),
+        }
+    }
+}
+
+// The node's FileIO is never printed.
+impl std::fmt::Debug for PhysicalCodec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PhysicalCodec")
+    }
 }
 
 impl PhysicalExtensionCodec for PhysicalCodec {
@@ -150,7 +170,7 @@ impl PhysicalExtensionCodec for PhysicalCodec {
         if let Some(json) = ours(buf, WRITE) {
             let write = Arc::new(ClusterWrite::from_json(json)?);
             let input = one_input(inputs, "PipelineWriteExec")?;
-            return Ok(Arc::new(WriteExec::try_new(input, write)?));
+            return Ok(Arc::new(WriteExec::try_new(input, write, self.s3.clone())?));
         }
         if let Some(bytes) = ours(buf, ROW_NUMBER) {
             let node = RowNumberNode::decode(bytes).map_err(|e| {

@@ -32,9 +32,11 @@ impl ExtensionPlanner for WritePlanner {
         let input = physical_inputs
             .first()
             .ok_or_else(|| DataFusionError::Internal("PipelineWrite has one input".into()))?;
+        // Planned on the scheduler, run by executors: each decodes it with its own S3 access.
         Ok(Some(Arc::new(WriteExec::try_new(
             input.clone(),
             node.write.clone(),
+            None,
         )?)))
     }
 }

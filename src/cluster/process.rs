@@ -1,7 +1,8 @@
 //! `pipeline scheduler` and `pipeline executor`: Ballista's own scheduler and executor
 //! (the `ballista-scheduler` and `ballista-executor` libraries, unchanged), started with the
 //! engine's codecs and scheduler session so they can run a transform's plan. A cluster runs
-//! these two commands of the same `pipeline` binary as its driver.
+//! these two commands of the same `pipeline` binary as its driver. Each reaches S3 with its
+//! own settings and credentials ([`NodeS3`]); a plan names files, never how to sign for them.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -13,10 +14,13 @@ use ballista_executor::executor_process::{start_executor_process, ExecutorProces
 use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::{SchedulerConfig, TaskDistributionPolicy};
 use ballista_scheduler::scheduler_process::start_server;
+use datafusion::execution::runtime_env::RuntimeEnv;
 
 use super::codec::{LogicalCodec, PhysicalCodec};
 use super::session::scheduler_session;
-use crate::engine::runtime_env;
+
+use crate::catalog::NodeS3;
+use crate::engine::{node_runtime_env, NodeStores};
 use crate::error::{Error, Result};
 
 /// How a scheduler is started.
@@ -28,10 +32,13 @@ pub struct SchedulerOptions {
     pub external_host: String,
     /// An executor silent for this long is taken as lost: its tasks run again elsewhere.
     pub executor_timeout: Duration,
+    /// How it reaches S3 (it reads the footers of the files a plan names on S3).
+    pub s3: NodeS3,
 }
 
 /// Runs a scheduler until the process is stopped (or it fails).
 pub async fn run_scheduler(options: SchedulerOptions) -> Result<()> {
+    let (runtime, codec) = node_parts(&options.s3)?;
     let config = SchedulerConfig {
         bind_host: options.bind.ip().to_string(),
         bind_port: options.bind.port(),
@@ -42,8 +49,10 @@ pub async fn run_scheduler(options: SchedulerOptions) -> Result<()> {
         expire_dead_executor_interval_seconds: (options.executor_timeout.as_secs() / 4)
             .clamp(1, 15),
         override_logical_codec: Some(Arc::new(LogicalCodec::default())),
-        override_physical_codec: Some(Arc::new(PhysicalCodec::default())),
-        override_session_builder: Some(Arc::new(scheduler_session)),
+        override_physical_codec: Some(Arc::new(codec)),
+        override_session_builder: Some(Arc::new(move |config| {
+            scheduler_session(config, runtime.clone())
+        })),
         ..SchedulerConfig::default()
     };
     let cluster = BallistaCluster::new_from_config(&config)
@@ -73,6 +82,16 @@ pub struct ExecutorOptions {
     pub work_dir: PathBuf,
     /// How often it tells the scheduler it is alive.
     pub heartbeat: Duration,
+    /// How it reaches S3 (reads and writes of tables on S3, with its own credentials).
+    pub s3: NodeS3,
+}
+
+/// The runtime (memory budget, object stores knowing S3 through `s3`) and the physical codec
+/// of a node reaching S3 as `s3` says.
+fn node_parts(s3: &NodeS3) -> Result<(Arc<RuntimeEnv>, PhysicalCodec)> {
+    let file_io = s3.file_io();
+    let runtime = node_runtime_env(Arc::new(NodeStores::new(file_io.clone())))?;
+    Ok((runtime, PhysicalCodec::for_node(file_io)))
 }
 
 /// Runs an executor until the process is stopped (ctrl-c or SIGTERM) or it fails.
@@ -81,7 +100,7 @@ pub async fn run_executor(options: ExecutorOptions) -> Result<()> {
         path: options.work_dir.clone(),
         source: e,
     })?;
-    let runtime = runtime_env();
+    let (runtime, codec) = node_parts(&options.s3)?;
     let config = ExecutorProcessConfig {
         bind_host: options.bind_host,
         external_host: Some(options.external_host),
@@ -95,7 +114,7 @@ pub async fn run_executor(options: ExecutorOptions) -> Result<()> {
         executor_heartbeat_interval_seconds: options.heartbeat.as_secs().max(1),
         override_runtime_producer: Some(Arc::new(move |_| Ok(runtime.clone()))),
         override_logical_codec: Some(Arc::new(LogicalCodec::default())),
-        override_physical_codec: Some(Arc::new(PhysicalCodec::default())),
+        override_physical_codec: Some(Arc::new(codec)),
         ..ExecutorProcessConfig::default()
     };
     start_executor_process(Arc::new(config))

@@ -8,8 +8,10 @@
 //!
 //! That reads what Iceberg reads only when names and field ids agree and there is nothing to
 //! merge: [`cluster_table`] refuses (saying why) a table with delete files, with columns
-//! renamed since a file was written, or with files not on the local file system (a cluster
-//! shares the warehouse as a file system mounted at the same path everywhere).
+//! renamed since a file was written, or with files neither on S3 nor on the local file system
+//! (a cluster shares a local warehouse as a file system mounted at the same path everywhere;
+//! each node reaches S3 with its own credentials, `crate::catalog::NodeS3`). An empty table on
+//! S3 is refused too: a listing of nothing needs a folder, and S3 folders are not listed.
 
 use std::sync::Arc;
 
@@ -25,7 +27,7 @@ use iceberg::scan::FileScanTask;
 use iceberg::table::Table;
 use iceberg_datafusion::physical_plan::convert_filters_to_predicate;
 
-use crate::engine::{local_url, native_path, read_by_name_refusal};
+use crate::engine::{local_url, native_path, read_by_name_refusal, remote_files, remote_scheme};
 use crate::error::{Error, Result};
 
 /// `table`'s current snapshot as a listing table of its data files (only those `filter` may
@@ -56,24 +58,12 @@ pub async fn cluster_table(
         .try_collect()
         .await
         .map_err(|e| Error::table(&name, "cannot plan its files", e))?;
-    let mut paths: Vec<String> = Vec::with_capacity(tasks.len());
-    for task in &tasks {
-        match native_path(task) {
-            Ok(path) => paths.push(format!("file:///{path}")),
-            Err(why) => return Ok(Err(why)),
-        }
-    }
+    let mut paths = match file_urls(metadata.location(), &tasks) {
+        Ok(paths) => paths,
+        Err(why) => return Ok(Err(why)),
+    };
     paths.sort();
     paths.dedup();
-    // No file to read: the table's metadata folder, which holds no Parquet file, keeps the
-    // listing table (and its schema) and lists nothing.
-    if paths.is_empty() {
-        let folder = format!("{}/metadata/", metadata.location());
-        let Some(folder) = local_url(&folder) else {
-            return Ok(Err(format!("{folder} is not a plain local path")));
-        };
-        paths.push(folder);
-    }
     let urls = paths
         .iter()
         .map(ListingTableUrl::parse)
@@ -87,4 +77,33 @@ pub async fn cluster_table(
         .with_listing_options(options)
         .with_schema(schema);
     Ok(Ok(Arc::new(ListingTable::try_new(config)?)))
+}
+
+/// The URLs the cluster reads `tasks`' files by, for a table at `location`: `s3://BUCKET/KEY`
+/// on S3, `file:///PATH` on the local file system (the table's metadata folder when there is
+/// no file, so the listing table lists nothing); or why the cluster cannot read them.
+fn file_urls(location: &str, tasks: &[FileScanTask]) -> std::result::Result<Vec<String>, String> {
+    if let Some(scheme) = remote_scheme(location) {
+        if tasks.is_empty() {
+            // A listing of nothing needs a folder to list, and S3 folders are not listed.
+            return Err(format!("{location} has no data file to read"));
+        }
+        return remote_files(scheme, tasks)
+            .map(|paths| paths.iter().map(|p| format!("{scheme}://{p}")).collect())
+            .ok_or_else(|| {
+                format!(
+                    "{location}: a file has deletes to apply, is not Parquet or not a plain path"
+                )
+            });
+    }
+    if tasks.is_empty() {
+        let folder = format!("{location}/metadata/");
+        return local_url(&folder)
+            .map(|url| vec![url])
+            .ok_or_else(|| format!("{folder} is not a plain local path"));
+    }
+    tasks
+        .iter()
+        .map(|task| native_path(task).map(|path| format!("file:///{path}")))
+        .collect()
 }

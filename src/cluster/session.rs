@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ballista::extension::{SessionConfigExt, SessionContextExt};
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::logical_expr::{Extension, LogicalPlan};
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -15,7 +16,7 @@ use super::codec::{LogicalCodec, PhysicalCodec};
 use super::files::read_written;
 use super::planner::ClusterPlanner;
 use super::write_node::{ClusterWrite, WriteNode};
-use crate::engine::{clean_message, runtime_env, StreamingRowNumber};
+use crate::engine::{clean_message, StreamingRowNumber};
 use crate::error::{Error, Result};
 use crate::write::Written;
 
@@ -40,13 +41,14 @@ pub async fn cluster_session(url: &str, job: &str, partitions: usize) -> Result<
         .map_err(|e| Error::Usage(format!("cannot use the Ballista scheduler at {url}: {e}")))
 }
 
-/// The scheduler's session for a query whose client settings are `config`.
+/// The scheduler's session for a query whose client settings are `config`, in `runtime`.
 pub fn scheduler_session(
     config: SessionConfig,
+    runtime: Arc<RuntimeEnv>,
 ) -> datafusion::error::Result<datafusion::execution::SessionState> {
     Ok(SessionStateBuilder::new()
         .with_config(config)
-        .with_runtime_env(runtime_env())
+        .with_runtime_env(runtime)
         .with_default_features()
         .with_query_planner(Arc::new(ClusterPlanner))
         .with_physical_optimizer_rule(Arc::new(StreamingRowNumber))

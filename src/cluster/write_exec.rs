@@ -28,27 +28,33 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, ExecutionPlanProperties,
     Partitioning, PlanProperties,
 };
-use iceberg::io::FileIOBuilder;
+use iceberg::io::{FileIO, FileIOBuilder};
 
 use super::files::{written_batch, written_schema};
 use super::write_node::ClusterWrite;
 use crate::catalog::LocalStorageFactory;
+use crate::engine::remote_scheme;
 use crate::error::Error;
 use crate::fault::pause_point;
 use crate::write::{drain, partition_keys};
 
 /// Writes its input's rows as [`ClusterWrite`] says; one output row per file written.
-#[derive(Debug)]
 pub struct WriteExec {
     input: Arc<dyn ExecutionPlan>,
     pub(super) write: Arc<ClusterWrite>,
     /// The table's partition keys over the input rows (empty: a single writer).
     keys: Vec<Arc<dyn PhysicalExpr>>,
+    /// The S3 access of the executor running it (its own credentials), for tables on S3.
+    s3: Option<FileIO>,
     properties: Arc<PlanProperties>,
 }
 
 impl WriteExec {
-    pub fn try_new(input: Arc<dyn ExecutionPlan>, write: Arc<ClusterWrite>) -> Result<WriteExec> {
+    pub fn try_new(
+        input: Arc<dyn ExecutionPlan>,
+        write: Arc<ClusterWrite>,
+        s3: Option<FileIO>,
+    ) -> Result<WriteExec> {
         let keys = match partition_keys(&write.destination.layout) {
             Some(keys) if write.parallel => {
                 let schema = Arc::new(DFSchema::try_from(input.schema())?);
@@ -72,8 +78,20 @@ impl WriteExec {
             input,
             write,
             keys,
+            s3,
             properties,
         })
+    }
+}
+
+// The executor's FileIO is left out: nothing of its S3 access is printed.
+impl fmt::Debug for WriteExec {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.debug_struct("WriteExec")
+            .field("input", &self.input)
+            .field("write", &self.write)
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
     }
 }
 
@@ -128,7 +146,11 @@ impl ExecutionPlan for WriteExec {
         let input = children
             .pop()
             .ok_or_else(|| DataFusionError::Internal("PipelineWriteExec has one input".into()))?;
-        Ok(Arc::new(WriteExec::try_new(input, self.write.clone())?))
+        Ok(Arc::new(WriteExec::try_new(
+            input,
+            self.write.clone(),
+            self.s3.clone(),
+        )?))
     }
 
     fn execute(
@@ -138,6 +160,7 @@ impl ExecutionPlan for WriteExec {
     ) -> Result<SendableRecordBatchStream> {
         let input = self.input.execute(partition, context)?;
         let write = self.write.clone();
+        let file_io = self.file_io()?;
         let done = async move {
             // Unique per attempt: a task run again never overwrites (or reports) the files
             // of an attempt that was lost.
@@ -146,7 +169,6 @@ impl ExecutionPlan for WriteExec {
                 write.prefix,
                 &uuid::Uuid::new_v4().simple().to_string()[..8]
             );
-            let file_io = FileIOBuilder::new(Arc::new(LocalStorageFactory)).build();
             let progress = AtomicU64::new(0);
             let written = drain(
                 input,
@@ -166,6 +188,22 @@ impl ExecutionPlan for WriteExec {
             written_schema(),
             futures::stream::once(done),
         )))
+    }
+}
+
+impl WriteExec {
+    /// What the table's files are written through: the executor's own S3 access for a table
+    /// on S3, the local file system otherwise.
+    fn file_io(&self) -> Result<FileIO> {
+        let location = &self.write.destination.layout.data_location;
+        if remote_scheme(location).is_none() {
+            return Ok(FileIOBuilder::new(Arc::new(LocalStorageFactory)).build());
+        }
+        self.s3.clone().ok_or_else(|| {
+            DataFusionError::Plan(format!(
+                "{location} is on S3, and this process has no S3 access of its own (only `pipeline executor` writes a cluster's files)"
+            ))
+        })
     }
 }
 

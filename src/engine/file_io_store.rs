@@ -6,7 +6,8 @@
 //!
 //! The store only reads: writes, listings, copies and deletions are refused (the engine writes
 //! through iceberg, and every deletion goes through its one path). Object paths are
-//! `BUCKET/KEY`; the store puts its scheme (`s3`, `s3a`) in front to name the file to FileIO.
+//! `BUCKET/KEY` (`KEY` in a store of one bucket); the store puts its scheme (`s3`, `s3a`), and
+//! its bucket, in front to name the file to FileIO.
 //! Sizes recorded by the table's metadata spare a `HEAD` per read (a file of unknown size is
 //! asked for its size once per read). They are checked only when a read fails or comes back
 //! short: then a `HEAD` tells whether the file is missing or of another size than the metadata
@@ -34,7 +35,9 @@ const STORE: &str = "iceberg FileIO";
 
 /// A read-only object store reading `SCHEME://PATH` through a table's FileIO.
 pub struct FileIoStore {
-    scheme: String,
+    /// What an object path is put behind to name the file to FileIO: `s3://`, or
+    /// `s3://BUCKET/` for a store of one bucket.
+    root: String,
     file_io: FileIO,
     sizes: HashMap<String, u64>,
 }
@@ -44,14 +47,24 @@ impl FileIoStore {
     /// to their sizes in bytes where they are known.
     pub fn new(scheme: &str, file_io: FileIO, sizes: HashMap<String, u64>) -> FileIoStore {
         FileIoStore {
-            scheme: scheme.to_string(),
+            root: format!("{scheme}://"),
             file_io,
             sizes,
         }
     }
 
+    /// A store of one bucket, as DataFusion registers stores for `s3://BUCKET` URLs: it
+    /// reads `{scheme}://{bucket}/{path}` with `file_io`, sizes unknown.
+    pub fn bucket(scheme: &str, bucket: &str, file_io: FileIO) -> FileIoStore {
+        FileIoStore {
+            root: format!("{scheme}://{bucket}/"),
+            file_io,
+            sizes: HashMap::new(),
+        }
+    }
+
     fn url(&self, location: &Path) -> String {
-        format!("{}://{}", self.scheme, location.as_ref())
+        format!("{}{}", self.root, location.as_ref())
     }
 
     async fn size(&self, location: &Path) -> Result<u64> {
@@ -144,13 +157,13 @@ fn refused(operation: &str) -> Error {
 // Credentials live in the FileIO: never printed.
 impl fmt::Debug for FileIoStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "FileIoStore({}://)", self.scheme)
+        write!(f, "FileIoStore({})", self.root)
     }
 }
 
 impl fmt::Display for FileIoStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{STORE} ({}://)", self.scheme)
+        write!(f, "{STORE} ({})", self.root)
     }
 }
 

@@ -8,6 +8,7 @@ mod file_io_store;
 mod gate;
 mod message;
 mod native_files;
+mod node_stores;
 mod parquet_scan;
 mod remote_files;
 mod row_count;
@@ -21,11 +22,13 @@ pub use gate::{
 };
 pub use message::clean_message;
 pub use native_files::{local_url, native_path, read_by_name_refusal};
+pub use node_stores::NodeStores;
 pub use parquet_scan::table_provider;
+pub use remote_files::{remote_files, remote_scheme};
 pub use row_count::CountedTable;
 pub use session::{
-    memory_limit_mb, new_session, register_table, return_freed_memory, runtime_env, session_over,
-    set_memory_limit_mb, DEFAULT_MEMORY_LIMIT_MB, WORKER_STACK_BYTES,
+    memory_limit_mb, new_session, node_runtime_env, register_table, return_freed_memory,
+    runtime_env, session_over, set_memory_limit_mb, DEFAULT_MEMORY_LIMIT_MB, WORKER_STACK_BYTES,
 };
 pub use sql_lines::{line_naming, line_of_quoted_name, lines_naming};
 pub use window_rule::{SortedRowNumberExec, StreamingRowNumber};

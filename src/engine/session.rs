@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 use datafusion::catalog::{MemorySchemaProvider, TableProvider};
 use datafusion::common::TableReference;
 use datafusion::execution::memory_pool::FairSpillPool;
+use datafusion::execution::object_store::ObjectStoreRegistry;
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -61,6 +62,17 @@ pub fn runtime_env() -> Arc<RuntimeEnv> {
             .unwrap_or_else(|_| Arc::new(RuntimeEnv::default()))
     })
     .clone()
+}
+
+/// The runtime of a cluster node: the process-wide memory budget of [`runtime_env`], with
+/// `stores` for the files plans name.
+pub fn node_runtime_env(
+    stores: Arc<dyn ObjectStoreRegistry>,
+) -> datafusion::error::Result<Arc<RuntimeEnv>> {
+    RuntimeEnvBuilder::new()
+        .with_memory_pool(runtime_env().memory_pool.clone())
+        .with_object_store_registry(stores)
+        .build_arc()
 }
 
 /// Hands memory the process has freed back to the operating system. glibc keeps freed heap in

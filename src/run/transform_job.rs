@@ -14,7 +14,7 @@ use super::options::RunOptions;
 use crate::cluster::{cluster_session, cluster_table};
 use crate::commit::summary::total_records;
 use crate::commit::{JobContext, PartitionRange, StagedTable};
-use crate::engine::{new_session, register_table, table_provider, CountedTable};
+use crate::engine::{new_session, register_table, remote_scheme, table_provider, CountedTable};
 use crate::error::{Error, Result};
 use crate::lineage::snapshot_renames;
 use crate::plan::{decide, scope_properties, Forced, Scope};
@@ -89,12 +89,14 @@ impl TransformRun<'_> {
     /// A client session of `cluster` with `inputs` registered as their data files (those in
     /// `incremental_by` for `range` only: the files planned with the range, the rows
     /// filtered by it); `None`, after a warning saying why, when the cluster cannot read an
-    /// input as Iceberg would or write the table (then the transform runs here, with the
-    /// same result).
+    /// input as Iceberg would or write the table (`target`, when it exists: its files and the
+    /// inputs' must all be on S3, or in the embedded catalog's warehouse), and then the
+    /// transform runs here, with the same result.
     async fn cluster_session(
         &self,
         cluster: &BallistaEngine,
         inputs: &[(TableName, Table)],
+        target: Option<&Table>,
         range: Option<&PartitionRange>,
         input_rows: u64,
     ) -> Result<Option<SessionContext>> {
@@ -107,9 +109,14 @@ impl TransformRun<'_> {
             );
             Ok(None)
         };
-        if ctx.catalog.local_warehouse().is_none() {
+        let on_s3 = inputs
+            .iter()
+            .map(|(_, t)| t.metadata().location())
+            .chain(target.map(|t| t.metadata().location()))
+            .all(|location| remote_scheme(location).is_some());
+        if ctx.catalog.local_warehouse().is_none() && !on_s3 {
             return local(format!(
-                "a cluster reads and writes a {} catalog's files only on a local file system (the embedded catalog's warehouse, shared by every node)",
+                "a cluster reads and writes a {} catalog's files only on S3 or the embedded catalog's warehouse (a local file system every node shares)",
                 ctx.catalog.kind()
             ));
         }
@@ -164,12 +171,13 @@ impl TransformRun<'_> {
     async fn session(
         &self,
         inputs: &[(TableName, Table)],
+        target: Option<&Table>,
         range: Option<&PartitionRange>,
         facts: &mut TransformFacts,
     ) -> Result<SessionContext> {
         let cluster = match self.engine {
             Engine::Ballista(cluster) => {
-                self.cluster_session(cluster, inputs, range, facts.input_rows)
+                self.cluster_session(cluster, inputs, target, range, facts.input_rows)
                     .await?
             }
             Engine::Local => None,
@@ -233,7 +241,9 @@ impl TransformRun<'_> {
                 _ => None,
             };
             let rows_in = facts.input_rows;
-            let session = self.session(&inputs, range, &mut facts).await?;
+            let session = self
+                .session(&inputs, current.as_ref(), range, &mut facts)
+                .await?;
             let outcome = run_transform(
                 ctx,
                 &session,

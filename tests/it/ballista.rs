@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::common::{repo, Project};
 
 /// Columns that differ between two projects or runs by nature (paths, times, run ids).
-const VOLATILE: [&str; 6] = [
+pub(crate) const VOLATILE: [&str; 6] = [
     "_source_file",
     "_ingested_at",
     "_run_id",
@@ -43,24 +43,41 @@ fn wait_for_port(port: u16, what: &str) {
     }
 }
 
-/// A scheduler and its executors, killed when dropped.
-struct Cluster {
+/// A scheduler and its executors, killed when dropped. Each process logs to a file of its
+/// own in the cluster's work folder (`scheduler.log`, `executor-PORT.log`).
+pub(crate) struct Cluster {
     scheduler: Child,
     executors: Vec<Child>,
     port: u16,
-    work: tempfile::TempDir,
+    pub(crate) work: tempfile::TempDir,
+    /// Arguments and environment every process of the cluster is started with.
+    node_args: Vec<String>,
+    node_env: Vec<(String, String)>,
+}
+
+/// Where a cluster process logs: a new file in `dir`.
+fn log_file(dir: &std::path::Path, name: &str) -> Stdio {
+    Stdio::from(std::fs::File::create(dir.join(name)).unwrap())
 }
 
 impl Cluster {
     /// A scheduler that takes an executor silent for 4 s as lost, with `executors` executors
     /// (two task slots each, heartbeats every second).
     fn start(executors: usize) -> Cluster {
+        Cluster::start_with(executors, &[], &[])
+    }
+
+    /// Like [`Cluster::start`], every process started with `args` and `env` too.
+    pub(crate) fn start_with(executors: usize, args: &[&str], env: &[(&str, &str)]) -> Cluster {
         let port = free_port();
+        let work = tempfile::tempdir().unwrap();
         let scheduler = Command::new(env!("CARGO_BIN_EXE_pipeline"))
             .args(["scheduler", "--bind", &format!("127.0.0.1:{port}")])
             .args(["--executor-timeout", "4"])
+            .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log_file(work.path(), "scheduler.log"))
             .spawn()
             .unwrap();
         wait_for_port(port, "the scheduler");
@@ -68,7 +85,12 @@ impl Cluster {
             scheduler,
             executors: Vec::new(),
             port,
-            work: tempfile::tempdir().unwrap(),
+            work,
+            node_args: args.iter().map(|a| a.to_string()).collect(),
+            node_env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         for _ in 0..executors {
             let child = cluster.executor(&[]).spawn().unwrap();
@@ -89,13 +111,18 @@ impl Cluster {
             .args(["--concurrent-tasks", "2", "--heartbeat", "1"])
             .arg("--work-dir")
             .arg(self.work.path().join(format!("executor-{flight}")))
+            .args(&self.node_args)
+            .envs(self.node_env.iter().map(|(k, v)| (k, v)))
             .envs(env.iter().copied())
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(log_file(
+                self.work.path(),
+                &format!("executor-{flight}.log"),
+            ));
         command
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("df://127.0.0.1:{}", self.port)
     }
 }
@@ -130,7 +157,7 @@ fn pyiceberg_rows(p: &Project) -> Value {
 }
 
 /// Where each transform of a run report ran.
-fn engines(report: &Value) -> Vec<(String, String)> {
+pub(crate) fn engines(report: &Value) -> Vec<(String, String)> {
     report["jobs"]
         .as_array()
         .unwrap()

@@ -9,6 +9,7 @@ mod atomic_publish;
 mod backfill;
 mod bad_input;
 mod ballista;
+mod ballista_s3;
 mod command_line;
 mod concurrency;
 mod conflicts;
