@@ -14,6 +14,7 @@ mod remote_files;
 mod row_count;
 mod session;
 mod sql_lines;
+mod tail_reader;
 mod window_rule;
 
 pub use gate::{

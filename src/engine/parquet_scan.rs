@@ -29,6 +29,7 @@ use datafusion::datasource::TableType;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::object_store::ObjectStore;
 use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::ExecutionPlan;
 use futures::TryStreamExt;
@@ -40,6 +41,7 @@ use iceberg_datafusion::IcebergStaticTableProvider;
 use super::file_io_store::FileIoStore;
 use super::native_files::{columns_match_by_name, local, native_path};
 use super::remote_files::{remote_files, remote_scheme, store_name};
+use super::tail_reader::TailReaderFactory;
 
 /// A provider reading `table` (at `snapshot_id`, or its current snapshot) with DataFusion's
 /// Parquet source where that reads exactly what Iceberg would, else iceberg-datafusion's.
@@ -117,18 +119,22 @@ fn partitioned_file(task: &FileScanTask, path: String) -> PartitionedFile {
 impl NativeParquetTable {
     /// The object store and the paths in it of the tasks' files when DataFusion reads them
     /// as Iceberg would; `None` when iceberg reads them (see the module doc). A table on S3
-    /// gets its store (over
-    /// its own FileIO) registered with the session, replacing the one an earlier scan of the
-    /// same table registered.
+    /// gets its store (over its own FileIO) registered with the session, replacing the one an
+    /// earlier scan of the same table registered, and returned too (its files are read
+    /// through a [`TailReaderFactory`]).
     async fn native_files(
         &self,
         state: &dyn Session,
         tasks: &[FileScanTask],
-    ) -> datafusion::error::Result<Option<(ObjectStoreUrl, Vec<String>)>> {
+    ) -> datafusion::error::Result<Option<NativeFiles>> {
         let location = self.table.metadata().location();
         let Some(scheme) = remote_scheme(location) else {
             let paths = tasks.iter().map(native_path).collect::<Result<_, _>>();
-            return Ok(paths.ok().map(|p| (ObjectStoreUrl::local_filesystem(), p)));
+            return Ok(paths.ok().map(|paths| NativeFiles {
+                url: ObjectStoreUrl::local_filesystem(),
+                paths,
+                remote: None,
+            }));
         };
         let file_io = self.table.file_io();
         let Some(paths) = remote_files(scheme, tasks) else {
@@ -140,12 +146,25 @@ impl NativeParquetTable {
             .map(|(p, t)| (p.clone(), t.file_size_in_bytes))
             .collect();
         let url = ObjectStoreUrl::parse(store_name(location))?;
-        let store = FileIoStore::new(scheme, file_io.clone(), sizes);
+        let store: Arc<dyn ObjectStore> =
+            Arc::new(FileIoStore::new(scheme, file_io.clone(), sizes));
         state
             .runtime_env()
-            .register_object_store(url.as_ref(), Arc::new(store));
-        Ok(Some((url, paths)))
+            .register_object_store(url.as_ref(), store.clone());
+        Ok(Some(NativeFiles {
+            url,
+            paths,
+            remote: Some(store),
+        }))
     }
+}
+
+/// Where a scan's files are read from: the store's URL, each file's path in it, and the store
+/// itself when it is remote.
+struct NativeFiles {
+    url: ObjectStoreUrl,
+    paths: Vec<String>,
+    remote: Option<Arc<dyn ObjectStore>>,
 }
 
 #[async_trait]
@@ -187,7 +206,8 @@ impl TableProvider for NativeParquetTable {
             .map_err(df_error)?;
         // Iceberg reads what DataFusion cannot read as it would (its errors name the file
         // and what is wrong with it).
-        let Some((store, paths)) = self.native_files(state, &tasks).await? else {
+        let Some(NativeFiles { url, paths, remote }) = self.native_files(state, &tasks).await?
+        else {
             return self.fallback.scan(state, projection, filters, limit).await;
         };
         let files: Vec<(PartitionedFile, u64)> = tasks
@@ -216,12 +236,17 @@ impl TableProvider for NativeParquetTable {
         if let Some(hint) = hint {
             source = source.with_metadata_size_hint(hint);
         }
+        // On S3, later reads inside that tail come from memory (see `tail_reader.rs`).
+        if let Some(store) = remote {
+            source =
+                source.with_parquet_file_reader_factory(Arc::new(TailReaderFactory::new(store)));
+        }
         if let Some(filter) = conjunction(filters.to_vec()) {
             let df_schema = DFSchema::try_from(self.schema.as_ref().clone())?;
             source = source.with_predicate(state.create_physical_expr(filter, &df_schema)?);
         }
         let groups = file_groups(files, state.config_options().execution.target_partitions);
-        let config = FileScanConfigBuilder::new(store, Arc::new(source))
+        let config = FileScanConfigBuilder::new(url, Arc::new(source))
             .with_file_groups(groups)
             .with_projection_indices(projection.cloned())?
             .with_limit(limit)

@@ -5,7 +5,9 @@
 
 use crate::common::{python, Project};
 use crate::parquet_scan::plan;
-use crate::remote::{moto, Rustberg, KEY, REGION, SECRET};
+use crate::remote::{
+    moto, storage_settings, table_bucket, PyServer, Rustberg, KEY, REGION, SECRET,
+};
 use crate::remote_catalogs::{gold_agrees, GOLD};
 
 /// Every gold table and `silver.orders` is read by DataFusion's Parquet source from the
@@ -85,4 +87,43 @@ fn a_file_deleted_or_cut_behind_a_rest_catalog_s_back_is_named() {
     // The other tables are still read, natively.
     let explain = plan(&p, "SELECT * FROM gold.customer_metrics");
     assert!(explain.contains("DataSourceExec"), "{explain}");
+}
+
+/// The S3 requests (method and path) logged by `s3` from line `from` on that name a Parquet
+/// file.
+fn parquet_requests(s3: &PyServer, from: usize) -> Vec<String> {
+    s3.log_lines()[from..]
+        .iter()
+        .filter(|l| l.split(' ').nth(1).is_some_and(|p| p.ends_with(".parquet")))
+        .cloned()
+        .collect()
+}
+
+/// A file no larger than the tail a scan reads first (512 KiB) is read in one request: its
+/// footer, page index and column chunks all come from that read (DataFusion's own reader asks
+/// three times). Counted by a recording proxy in front of moto's S3.
+#[test]
+fn a_small_file_on_s3_is_read_in_one_request() {
+    let s3 = PyServer::start("vending_proxy.py", &["--target", &moto()]);
+    let section = format!(
+        "\n[catalogs.remote]\ntype = \"s3tables\"\ntable_bucket_arn = \"{}\"\n\
+         endpoint_url = \"{}\"\n{}",
+        table_bucket(),
+        moto(),
+        storage_settings().replace(&moto(), &s3.uri)
+    );
+    let p = Project::retail().on_catalog_section(&section);
+    p.json(&["run", "retail"]);
+    let files = p.json(&["files", "silver.orders"]);
+    let files = files.as_array().unwrap();
+    assert!(files.len() >= 3, "{files:?}");
+    for f in files {
+        assert!(f["bytes"].as_u64().unwrap() < 512 * 1024, "{f}");
+    }
+    let from = s3.log_lines().len();
+    let rows = p.query("SELECT count(*), sum(amount) FROM silver.orders");
+    assert_eq!(rows[0][0].as_deref(), Some("39"), "{rows:?}");
+    let reads = parquet_requests(&s3, from);
+    assert_eq!(reads.len(), files.len(), "{reads:#?}");
+    assert!(reads.iter().all(|r| r.starts_with("GET ")), "{reads:#?}");
 }
