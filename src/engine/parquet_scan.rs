@@ -236,7 +236,8 @@ impl TableProvider for NativeParquetTable {
         if let Some(hint) = hint {
             source = source.with_metadata_size_hint(hint);
         }
-        // On S3, later reads inside that tail come from memory (see `tail_reader.rs`).
+        // On S3 the tail is at least 1 MiB, and later reads inside it come from memory (see
+        // `tail_reader.rs`).
         if let Some(store) = remote {
             source =
                 source.with_parquet_file_reader_factory(Arc::new(TailReaderFactory::new(store)));

@@ -1,10 +1,12 @@
 //! Reading a Parquet file on S3 in as few requests as its layout allows. A scan reads a file's
-//! tail first (its footer, metadata and page index: DataFusion's metadata size hint, 512 KiB by
-//! default); [`TailReader`] keeps those bytes for the file's life in the scan and serves every
-//! later read that falls inside them from memory. A file no larger than the hint (most files of
-//! a daily increment) is read in one request; a larger one in one request for its tail and one
-//! per run of nearby column chunks (coalesced by the object store), where DataFusion's own
-//! reader asks again for the page index and for data it already received with the tail.
+//! tail first (its footer, metadata and page index: at least [`REMOTE_TAIL`], 1 MiB, or
+//! DataFusion's metadata size hint when larger); [`TailReader`] keeps those bytes for the
+//! file's life in the scan and serves every later read that falls inside them from memory. A
+//! file no larger than that (most files of a daily increment) is read in one request; a larger
+//! one in one request for its tail and one per run of nearby column chunks (coalesced by the
+//! object store), where DataFusion's own reader asks again for the page index and for data it
+//! already received with the tail. A request to S3 costs tens of milliseconds before its
+//! first byte; a megabyte more in the same request costs about ten.
 //!
 //! A read that fails keeps its cause as the error's source, so a file missing or of another
 //! size than its metadata records is still damage, named, as the store reports it.
@@ -26,8 +28,8 @@ use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 
-/// The tail read when the scan gives no metadata size hint: DataFusion's default.
-const DEFAULT_TAIL: usize = 512 * 1024;
+/// The least of a file's tail read first.
+pub const REMOTE_TAIL: usize = 1024 * 1024;
 
 /// Makes a [`TailReader`] per file of a scan, reading from `store`.
 #[derive(Debug)]
@@ -55,7 +57,7 @@ impl ParquetFileReaderFactory for TailReaderFactory {
             store: self.store.clone(),
             location,
             size: file.object_meta.size,
-            tail_len: metadata_size_hint.unwrap_or(DEFAULT_TAIL) as u64,
+            tail_len: metadata_size_hint.unwrap_or(0).max(REMOTE_TAIL) as u64,
             tail: None,
         }))
     }

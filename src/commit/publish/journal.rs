@@ -22,13 +22,16 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::stream::{self, StreamExt, TryStreamExt};
 use iceberg::spec::{TableMetadata, MAIN_BRANCH};
 
 use super::intent::{
     commit_control, finish, intent_of, is_pending, refuse_a_served_tick, written_if_taken, Intent,
     IntentEntry,
 };
-use super::publication::{locations, versions_of, Publication, PublishOutcome, Publisher};
+use super::publication::{
+    locations, versions_of, Publication, PublishOutcome, Publisher, TableChange,
+};
 use super::recover::resolve;
 use crate::catalog::{pinned, table_updates, RemoteCatalog, Swap};
 use crate::error::{Error, Result};
@@ -107,51 +110,76 @@ impl Publisher for JournaledPublisher {
     }
 }
 
+/// Tables whose metadata a publish reads or writes at once: their files are independent, and
+/// on a remote catalog each table costs round trips.
+const AT_ONCE: usize = 8;
+
 /// Writes the new metadata file of every change (the version after its base) where the
 /// catalog takes files, or notes the changes where it takes those (REST); returns the intent's
-/// entries and, per change, its base and new metadata, in order.
+/// entries and, per change, its base and new metadata, in order. Up to [`AT_ONCE`] tables at a
+/// time: the files are invisible until a pointer moves to them.
 async fn write_metadata_files(
     remote: &RemoteCatalog,
     publication: &Publication,
 ) -> Result<(Vec<IntentEntry>, Vec<(TableMetadata, TableMetadata)>)> {
-    let mut entries = Vec::with_capacity(publication.changes.len());
-    let mut news = Vec::with_capacity(publication.changes.len());
-    for change in &publication.changes {
-        let (base_location, base, new) = versions_of(remote, change).await?;
-        let file = written_if_taken(remote, &base_location, &new).await?;
-        // The branch the publish pins: `main`, or the environment's (the first one moved).
-        let branch = pinned(&base, &new)?.remove(0);
-        let updates = match remote.takes_metadata_files() {
-            true => None,
-            false => Some(table_updates(&base, &new)?.1),
-        };
-        entries.push(IntentEntry {
-            table: change.table.to_string(),
-            from_location: base_location,
-            from_snapshot: branch.from,
-            to_snapshot: branch.to,
-            branch: Some(branch.branch).filter(|b| b != MAIN_BRANCH),
-            metadata_file: file,
-            updates,
-        });
-        news.push((base, new));
-    }
-    Ok((entries, news))
+    let written: Vec<(IntentEntry, (TableMetadata, TableMetadata))> =
+        // By index: a closure over `&TableChange` would not be `Send` for every lifetime.
+        stream::iter(0..publication.changes.len())
+            .map(|i| entry_of(remote, &publication.changes[i]))
+            .buffered(AT_ONCE)
+            .try_collect()
+            .await?;
+    Ok(written.into_iter().unzip())
 }
 
-/// The indexes of the changes whose table is no longer at the location the run staged it on.
+/// The intent entry of `change` (its new metadata file written where the catalog takes
+/// files), with its base and new metadata.
+async fn entry_of(
+    remote: &RemoteCatalog,
+    change: &TableChange,
+) -> Result<(IntentEntry, (TableMetadata, TableMetadata))> {
+    let (base_location, base, new) = versions_of(remote, change).await?;
+    let file = written_if_taken(remote, &base_location, &new).await?;
+    // The branch the publish pins: `main`, or the environment's (the first one moved).
+    let branch = pinned(&base, &new)?.remove(0);
+    let updates = match remote.takes_metadata_files() {
+        true => None,
+        false => Some(table_updates(&base, &new)?.1),
+    };
+    let entry = IntentEntry {
+        table: change.table.to_string(),
+        from_location: base_location,
+        from_snapshot: branch.from,
+        to_snapshot: branch.to,
+        branch: Some(branch.branch).filter(|b| b != MAIN_BRANCH),
+        metadata_file: file,
+        updates,
+    };
+    Ok((entry, (base, new)))
+}
+
+/// The indexes of the changes whose table is no longer at the location the run staged it on
+/// (up to [`AT_ONCE`] tables looked at a time).
 async fn moved_since_staged(
     remote: &RemoteCatalog,
     publication: &Publication,
 ) -> Result<Vec<usize>> {
-    let mut conflicts = Vec::new();
-    for (index, change) in publication.changes.iter().enumerate() {
-        let current = remote.current(&change.table).await?;
-        if current.map(|c| c.location) != change.expected_location {
-            conflicts.push(index);
-        }
-    }
-    Ok(conflicts)
+    let changes = &publication.changes;
+    let now: Vec<Option<String>> = stream::iter(0..changes.len())
+        .map(|i| async move {
+            Ok::<_, Error>(remote.current(&changes[i].table).await?.map(|c| c.location))
+        })
+        .buffered(AT_ONCE)
+        .try_collect()
+        .await?;
+    Ok(publication
+        .changes
+        .iter()
+        .zip(now)
+        .enumerate()
+        .filter(|(_, (change, now))| *now != change.expected_location)
+        .map(|(index, _)| index)
+        .collect())
 }
 
 /// The outcome of the publish of `intent` when the move of change `index` found its table

@@ -3,6 +3,7 @@
 //! all of them or (on a conflict) none.
 
 use async_trait::async_trait;
+use futures::stream::{self, StreamExt, TryStreamExt};
 use iceberg::spec::{TableMetadata, MAIN_BRANCH};
 
 use crate::catalog::RemoteCatalog;
@@ -100,17 +101,20 @@ pub(super) async fn versions_of(
     Ok((base_location.clone(), base, new))
 }
 
-/// The current metadata location on a remote catalog of each changed table, in order.
+/// The current metadata location on a remote catalog of each changed table, in order (up
+/// to eight tables looked at a time).
 pub(super) async fn locations(
     remote: &RemoteCatalog,
     changes: &[TableChange],
 ) -> Result<Vec<String>> {
-    let mut locations = Vec::with_capacity(changes.len());
-    for change in changes {
-        let now = remote.current(&change.table).await?;
-        locations.push(now.map(|c| c.location).unwrap_or_default());
-    }
-    Ok(locations)
+    stream::iter(0..changes.len())
+        .map(|i| async move {
+            let now = remote.current(&changes[i].table).await?;
+            Ok::<_, Error>(now.map(|c| c.location).unwrap_or_default())
+        })
+        .buffered(8)
+        .try_collect()
+        .await
 }
 
 /// `metadata` with `main` removed: the table reads as empty (how a remote catalog "drops" a
