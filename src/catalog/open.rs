@@ -182,13 +182,12 @@ impl PipelineCatalog {
     }
 
     /// Loads a table, or `None` when it does not exist.
+    /// One round trip on a remote catalog: the load itself says whether the table exists.
     pub async fn load(&self, table: &TableName) -> Result<Option<Table>> {
         let ident = table.ident();
-        if !self.inner.table_exists(&ident).await? {
-            return Ok(None);
-        }
         let loaded = match self.inner.load_table(&ident).await {
             Ok(t) => t,
+            Err(e) if absent(&e) => return Ok(None),
             Err(e) => return Err(self.unreadable(table, e).await),
         };
         let Some(env) = &self.env else {
@@ -347,4 +346,13 @@ pub async fn open_project_catalog(
         (None, None) => CatalogConfig::embedded_default(project),
     };
     PipelineCatalog::connect(&config).await
+}
+
+/// Whether a catalog answered that a table (or its namespace) does not exist: a metadata file
+/// that cannot be read is another error (damage).
+pub(super) fn absent(e: &iceberg::Error) -> bool {
+    matches!(
+        e.kind(),
+        iceberg::ErrorKind::TableNotFound | iceberg::ErrorKind::NamespaceNotFound
+    )
 }

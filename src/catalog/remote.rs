@@ -107,15 +107,11 @@ impl RemoteCatalog {
 
     /// The current version of `table`, or `None` when it does not exist.
     pub async fn current(&self, table: &TableName) -> Result<Option<Current>> {
-        let ident = table.ident();
-        if !self.catalog.table_exists(&ident).await? {
-            return Ok(None);
-        }
-        let loaded = self
-            .catalog
-            .load_table(&ident)
-            .await
-            .map_err(|e| Error::table(table, "cannot load table", e))?;
+        let loaded = match self.catalog.load_table(&table.ident()).await {
+            Ok(loaded) => loaded,
+            Err(e) if super::open::absent(&e) => return Ok(None),
+            Err(e) => return Err(Error::table(table, "cannot load table", e)),
+        };
         Ok(Some(Current {
             location: loaded.metadata_location_result()?.to_string(),
             metadata: loaded.metadata().clone(),
