@@ -31,7 +31,7 @@ fn a_run_backfill_and_rollback_signed_with_sigv4_match_the_embedded_catalog() {
     // Reads, creates and the multi-table commit all went through the check, signed.
     for wanted in [
         "ok GET /v1/config",
-        "ok HEAD /v1/namespaces/gold/tables/fact_orders",
+        "ok HEAD /v1/namespaces/gold",
         "ok GET /v1/namespaces/gold/tables/fact_orders",
         "ok POST /v1/namespaces/silver/tables",
         "ok POST /v1/transactions/commit",
@@ -251,8 +251,15 @@ fn credentials_that_expire_during_a_run_are_fetched_again_for_catalog_and_files(
 fn a_failing_signed_run_shows_neither_the_secret_nor_the_session_token_anywhere() {
     const TOKEN: &str = "session-token-9b2d4e-never-print";
     let server = Rustberg::start();
-    // Creating a bronze table is refused as API Gateway refuses a signature: the answer
-    // echoes the canonical request, session token included.
+    // The bronze namespace exists (made directly on the server); every request for its
+    // tables (loads, creates, listings) is refused as API Gateway refuses a signature: the
+    // answer echoes the canonical request, session token included.
+    crate::common::python(&format!(
+        "import urllib.request\n\
+         urllib.request.urlopen(urllib.request.Request('{}/v1/namespaces', method='POST',\n\
+             data=b'{{\"namespace\": [\"bronze\"]}}', headers={{'Content-Type': 'application/json'}}))\n",
+        server.uri
+    ));
     let proxy = SigV4Proxy::serving(
         &server,
         "execute-api",
