@@ -4,6 +4,7 @@
 //! table's schema (with its field ids) before it is written. Nothing is committed here.
 
 mod drain;
+mod fanout;
 mod keys;
 mod layout;
 mod normalize;
@@ -24,13 +25,12 @@ use iceberg::writer::file_writer::location_generator::{
 };
 use iceberg::writer::file_writer::rolling_writer::RollingFileWriterBuilder;
 use iceberg::writer::file_writer::ParquetWriterBuilder;
-use iceberg::writer::partitioning::fanout_writer::FanoutWriter;
-use iceberg::writer::partitioning::PartitioningWriter;
 use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
 pub use drain::{drain, Destination, Written};
+use fanout::Fanout;
 pub use keys::partition_keys;
 pub use layout::FileLayout;
 pub use normalize::iceberg_compatible_schema;
@@ -52,7 +52,7 @@ enum Inner {
             >,
         >,
     ),
-    Partitioned(Box<(FanoutWriter<Builder>, PartitionSplitter)>),
+    Partitioned(Box<(Fanout<Builder>, PartitionSplitter)>),
 }
 
 /// Writes the data files of one table version. Call [`write`](Self::write) per batch, then
@@ -121,7 +121,7 @@ impl TableWriter {
             Inner::Unpartitioned(Box::new(builder.build(None).await?))
         } else {
             let splitter = PartitionSplitter::new(iceberg_schema, spec.clone())?;
-            Inner::Partitioned(Box::new((FanoutWriter::new(builder), splitter)))
+            Inner::Partitioned(Box::new((Fanout::new(builder), splitter)))
         };
         Ok(TableWriter {
             inner,
