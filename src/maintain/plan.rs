@@ -6,6 +6,7 @@
 use std::collections::{BTreeSet, HashSet};
 
 use chrono::{DateTime, Utc};
+use futures::stream::{self, StreamExt, TryStreamExt};
 
 use super::options::MaintainOptions;
 use super::report::{Planned, TableMaintenance};
@@ -36,6 +37,9 @@ fn written_tables(pipeline: &Pipeline) -> Vec<(TableName, usize)> {
     out
 }
 
+/// Tables loaded or planned at once.
+const AT_ONCE: usize = 8;
+
 /// Plans every table: what to compact, whether to rewrite manifests, what may expire.
 pub(super) async fn plan(
     catalog: &PipelineCatalog,
@@ -54,13 +58,18 @@ pub(super) async fn plan(
     } else {
         rollback_points(catalog, &pipeline.name, window_start, settings.keep_runs).await?
     };
-    let mut tables = Vec::new();
-    for (name, size) in &written {
-        let Some(table) = catalog.load(name).await? else {
-            continue;
-        };
-        tables.push((name.clone(), *size, table));
-    }
+    // Loaded (and below, planned) eight tables at a time: on a remote catalog each costs
+    // round trips (the table, its metadata file, its manifests).
+    let loaded: Vec<Option<iceberg::table::Table>> = stream::iter(0..written.len())
+        .map(|i| catalog.load(&written[i].0))
+        .buffered(AT_ONCE)
+        .try_collect()
+        .await?;
+    let tables: Vec<(TableName, usize, iceberg::table::Table)> = written
+        .iter()
+        .zip(loaded)
+        .filter_map(|((name, size), table)| Some((name.clone(), *size, table?)))
+        .collect();
     if !options.expire_protected {
         protect.extend(read_from(&tables));
     }
@@ -68,7 +77,7 @@ pub(super) async fn plan(
         .tables
         .as_ref()
         .map(|t| t.iter().map(|n| n.to_string()).collect());
-    let mut planned = Vec::new();
+    let mut due = Vec::new();
     for (name, job_target, table) in tables {
         if only
             .as_ref()
@@ -84,8 +93,15 @@ pub(super) async fn plan(
             hold_window: false,
             retain_at_most: pipeline.max_snapshots,
         };
-        planned.push(plan_table(settings, name, job_target, table, expiry).await?);
+        due.push((name, job_target, table, expiry));
     }
+    let mut planned: Vec<Planned> = stream::iter(due)
+        .map(|(name, job_target, table, expiry)| {
+            plan_table(settings, name, job_target, table, expiry)
+        })
+        .buffered(AT_ONCE)
+        .try_collect()
+        .await?;
     if options.batch_expiry {
         hold_unless_a_batch_is_due(&mut planned);
     }
