@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
+use futures::stream::{self, StreamExt, TryStreamExt};
 use iceberg::arrow::schema_to_arrow_schema;
 use iceberg::spec::TableMetadata;
 use serde::Serialize;
@@ -145,15 +146,20 @@ async fn live_metadata(
     catalog: &PipelineCatalog,
     graph: &JobGraph,
 ) -> Result<HashMap<TableName, TableMetadata>> {
-    let mut live: HashMap<TableName, TableMetadata> = HashMap::new();
     let mut wanted: BTreeSet<TableName> = graph.producers.keys().cloned().collect();
     wanted.extend(graph.external_inputs().into_iter().map(|(_, t)| t));
-    for table in &wanted {
-        if let Some(t) = catalog.load(table).await? {
-            live.insert(table.clone(), t.metadata().clone());
-        }
-    }
-    Ok(live)
+    let wanted: Vec<TableName> = wanted.into_iter().collect();
+    // Eight at a time: on a remote catalog each load is a round trip or two.
+    let loaded: Vec<Option<iceberg::table::Table>> = stream::iter(0..wanted.len())
+        .map(|i| catalog.load(&wanted[i]))
+        .buffered(8)
+        .try_collect()
+        .await?;
+    Ok(wanted
+        .into_iter()
+        .zip(loaded)
+        .filter_map(|(name, table)| Some((name, table?.metadata().clone())))
+        .collect())
 }
 
 /// The Arrow schema of a table's current Iceberg schema.

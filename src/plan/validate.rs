@@ -7,6 +7,7 @@ use std::sync::Arc;
 use arrow::datatypes::{Schema, SchemaRef};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
+use futures::stream::{self, StreamExt, TryStreamExt};
 use iceberg::arrow::schema_to_arrow_schema;
 use iceberg::table::Table;
 
@@ -143,10 +144,15 @@ async fn ingest_schemas(
     pipeline: &Pipeline,
     schemas: &mut HashMap<TableName, SchemaRef>,
 ) -> Result<Vec<IngestJob>> {
+    // Loaded eight at a time: on a remote catalog each load is a round trip or two.
+    let loaded: Vec<Option<Table>> = stream::iter(0..pipeline.ingests.len())
+        .map(|i| catalog.load(&pipeline.ingests[i].table))
+        .buffered(8)
+        .try_collect()
+        .await?;
     let mut ingests = Vec::new();
-    for job in &pipeline.ingests {
+    for (job, live) in pipeline.ingests.iter().zip(loaded) {
         // Columns added by schema evolution are part of the table.
-        let live = catalog.load(&job.table).await?;
         // A pattern matching nothing is a mistake on a table's first load (the run says so
         // too); later it only means that nothing new arrived.
         if live.is_none() {
