@@ -7,6 +7,7 @@
 //! engine records in a catalog (run records, the control table, the run locks) is `records`'s,
 //! one layer up; how a run publishes with these pieces is `commit::publish`'s business.
 
+mod absent;
 mod connection;
 mod data_credentials;
 pub mod env;

@@ -187,7 +187,7 @@ impl PipelineCatalog {
         let ident = table.ident();
         let loaded = match self.inner.load_table(&ident).await {
             Ok(t) => t,
-            Err(e) if absent(&e) => return Ok(None),
+            Err(e) if super::absent::absent(&e) => return Ok(None),
             Err(e) => return Err(self.unreadable(table, e).await),
         };
         let Some(env) = &self.env else {
@@ -346,13 +346,4 @@ pub async fn open_project_catalog(
         (None, None) => CatalogConfig::embedded_default(project),
     };
     PipelineCatalog::connect(&config).await
-}
-
-/// Whether a catalog answered that a table (or its namespace) does not exist: a metadata file
-/// that cannot be read is another error (damage).
-pub(super) fn absent(e: &iceberg::Error) -> bool {
-    matches!(
-        e.kind(),
-        iceberg::ErrorKind::TableNotFound | iceberg::ErrorKind::NamespaceNotFound
-    )
 }

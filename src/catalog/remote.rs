@@ -109,7 +109,7 @@ impl RemoteCatalog {
     pub async fn current(&self, table: &TableName) -> Result<Option<Current>> {
         let loaded = match self.catalog.load_table(&table.ident()).await {
             Ok(loaded) => loaded,
-            Err(e) if super::open::absent(&e) => return Ok(None),
+            Err(e) if super::absent::absent(&e) => return Ok(None),
             Err(e) => return Err(Error::table(table, "cannot load table", e)),
         };
         Ok(Some(Current {
