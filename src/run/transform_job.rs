@@ -109,11 +109,16 @@ impl TransformRun<'_> {
             );
             Ok(None)
         };
-        let on_s3 = inputs
+        let locations: Vec<&str> = inputs
             .iter()
             .map(|(_, t)| t.metadata().location())
             .chain(target.map(|t| t.metadata().location()))
-            .all(|location| remote_scheme(location).is_some());
+            .collect();
+        // Nothing known to be on S3 (no input, a new table) is not taken for S3.
+        let on_s3 = !locations.is_empty()
+            && locations
+                .iter()
+                .all(|location| remote_scheme(location).is_some());
         if ctx.catalog.local_warehouse().is_none() && !on_s3 {
             return local(format!(
                 "a cluster reads and writes a {} catalog's files only on S3 or the embedded catalog's warehouse (a local file system every node shares)",
