@@ -30,6 +30,7 @@ pub use node_storage::NodeS3;
 pub use open::open_project_catalog;
 pub use remote::{
     Committed, Current, MultiTableCommit, RemoteCatalog, Swap, TableMove, TablePointers,
+    TABLES_AT_ONCE,
 };
 pub(crate) use sql::sqlite_connection;
 pub use updates::diff as table_updates;

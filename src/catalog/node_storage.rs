@@ -9,19 +9,19 @@
 //! warehouse never walks the chain (off AWS its last link probes the instance metadata
 //! service, which costs seconds).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
 use aws_config::default_provider::credentials::DefaultCredentialsChain;
 use aws_config::Region;
 use aws_credential_types::provider::{self, ProvideCredentials, SharedCredentialsProvider};
-use iceberg::io::{FileIO, FileIOBuilder, S3_ENDPOINT, S3_PATH_STYLE_ACCESS, S3_REGION};
+use iceberg::io::{FileIO, FileIOBuilder};
 use iceberg_storage_opendal::OpenDalStorageFactory;
 use tokio::sync::OnceCell;
 
 use super::data_credentials::{self, DATA_FILES};
 use super::fresh_credentials::FreshCredentials;
+use super::storage::{first_env, s3_location_props};
 
 /// Where a node's S3 requests go. Unset fields come from the node's environment as the AWS
 /// SDKs read it: `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, `AWS_REGION` or
@@ -34,12 +34,6 @@ pub struct NodeS3 {
     /// Path-style requests (`ENDPOINT/BUCKET/KEY`) instead of virtual-hosted ones, as most
     /// S3-compatible stores want.
     pub path_style: bool,
-}
-
-fn first_env(names: &[&str]) -> Option<String> {
-    names
-        .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|s| !s.trim().is_empty()))
 }
 
 impl NodeS3 {
@@ -59,16 +53,10 @@ impl NodeS3 {
     /// A FileIO reading and writing `s3://` and `s3a://` paths with these settings and the
     /// node's own credentials (loaded at the first request).
     pub fn file_io(&self) -> FileIO {
-        let mut props = HashMap::new();
-        if let Some(endpoint) = &self.endpoint {
-            props.insert(S3_ENDPOINT.to_string(), endpoint.clone());
-        }
-        if let Some(region) = &self.region {
-            props.insert(S3_REGION.to_string(), region.clone());
-        }
-        props.insert(
-            S3_PATH_STYLE_ACCESS.to_string(),
-            self.path_style.to_string(),
+        let props = s3_location_props(
+            self.endpoint.as_deref(),
+            self.region.clone(),
+            self.path_style,
         );
         let chain = LazyChain {
             region: self.region.clone(),

@@ -6,13 +6,14 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use futures::stream::{self, StreamExt, TryStreamExt};
 use iceberg::io::FileIO;
 use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableCreation};
 
 use super::connection::{Backend, PipelineCatalog};
 use super::lock_anchor::LockAnchor;
-use super::remote::RemoteCatalog;
+use super::remote::{RemoteCatalog, TABLES_AT_ONCE};
 use super::{rest, s3tables, sql};
 use crate::error::{Error, Result};
 use crate::spec::{list_pipelines, load_pipeline, load_with_catalog, CatalogConfig, TableName};
@@ -268,6 +269,17 @@ impl PipelineCatalog {
             )),
             _ => Error::table(table, "cannot load table", cause),
         }
+    }
+
+    /// Loads each of `tables`, in order (`None`: it does not exist), [`TABLES_AT_ONCE`] at a
+    /// time.
+    pub async fn load_many(&self, tables: &[&TableName]) -> Result<Vec<Option<Table>>> {
+        // By index: a closure over `&&TableName` would not be `Send` for every lifetime.
+        stream::iter(0..tables.len())
+            .map(|i| self.load(tables[i]))
+            .buffered(TABLES_AT_ONCE)
+            .try_collect()
+            .await
     }
 
     /// Loads a table that must exist.

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::stream::{self, StreamExt, TryStreamExt};
 use iceberg::io::FileIO;
 use iceberg::spec::TableMetadata;
 use iceberg::Catalog;
@@ -22,6 +23,10 @@ pub enum Swap {
     /// The table is at neither version: another writer moved it.
     Conflict,
 }
+
+/// Tables a command loads or looks at at once: on a remote catalog each costs round trips
+/// (the table, its metadata file), and they are independent.
+pub const TABLES_AT_ONCE: usize = 8;
 
 /// One table's current version in a remote catalog.
 pub struct Current {
@@ -116,6 +121,17 @@ impl RemoteCatalog {
             location: loaded.metadata_location_result()?.to_string(),
             metadata: loaded.metadata().clone(),
         }))
+    }
+
+    /// The current metadata location of each of `tables`, in order (`None`: it does not
+    /// exist), [`TABLES_AT_ONCE`] looked at a time.
+    pub async fn current_locations(&self, tables: &[&TableName]) -> Result<Vec<Option<String>>> {
+        // By index: a closure over `&&TableName` would not be `Send` for every lifetime.
+        stream::iter(0..tables.len())
+            .map(|i| async move { Ok::<_, Error>(self.current(tables[i]).await?.map(|c| c.location)) })
+            .buffered(TABLES_AT_ONCE)
+            .try_collect()
+            .await
     }
 
     /// Reads the metadata file at `location`.

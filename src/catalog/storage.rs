@@ -79,17 +79,37 @@ impl S3Access {
 
 /// The endpoint, region and path style of `storage` as FileIO properties.
 fn location_props(storage: &S3Storage, region: Option<String>) -> HashMap<String, String> {
+    s3_location_props(
+        storage.endpoint.as_deref(),
+        region,
+        storage.path_style_access,
+    )
+}
+
+/// An S3 endpoint, region and path style as FileIO properties.
+pub(super) fn s3_location_props(
+    endpoint: Option<&str>,
+    region: Option<String>,
+    path_style: bool,
+) -> HashMap<String, String> {
     let mut props = HashMap::new();
-    if let Some(endpoint) = &storage.endpoint {
-        props.insert(S3_ENDPOINT.to_string(), endpoint.clone());
+    if let Some(endpoint) = endpoint {
+        props.insert(S3_ENDPOINT.to_string(), endpoint.to_string());
     }
     if let Some(region) = region {
         props.insert(S3_REGION.to_string(), region);
     }
-    if storage.path_style_access {
+    if path_style {
         props.insert(S3_PATH_STYLE_ACCESS.to_string(), "true".to_string());
     }
     props
+}
+
+/// The first of the environment variables `names` that is set and not blank.
+pub(super) fn first_env(names: &[&str]) -> Option<String> {
+    names
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|s| !s.trim().is_empty()))
 }
 
 /// S3 access through `sdk`'s credentials, loaded once here (to fail early) and kept fresh
@@ -138,11 +158,10 @@ pub async fn rest_file_io_props(catalog: &str, storage: &S3Storage) -> Result<S3
         let sdk = sdk_config(catalog, storage, None).await?;
         return file_io_props(catalog, storage, &sdk, false).await;
     }
-    let region = storage.region.clone().or_else(|| {
-        ["AWS_REGION", "AWS_DEFAULT_REGION"]
-            .iter()
-            .find_map(|v| std::env::var(v).ok().filter(|r| !r.trim().is_empty()))
-    });
+    let region = storage
+        .region
+        .clone()
+        .or_else(|| first_env(&["AWS_REGION", "AWS_DEFAULT_REGION"]));
     let mut props = location_props(storage, region);
     let named = storage.credentials().map_err(|message| Error::Catalog {
         catalog: catalog.to_string(),

@@ -10,7 +10,7 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 
 use super::options::MaintainOptions;
 use super::report::{Planned, TableMaintenance};
-use crate::catalog::PipelineCatalog;
+use crate::catalog::{PipelineCatalog, TABLES_AT_ONCE};
 use crate::commit::summary::INPUTS;
 use crate::commit::{expirable, window_backlog, Expiry};
 use crate::error::{Error, Result};
@@ -37,9 +37,6 @@ fn written_tables(pipeline: &Pipeline) -> Vec<(TableName, usize)> {
     out
 }
 
-/// Tables loaded or planned at once.
-const AT_ONCE: usize = 8;
-
 /// Plans every table: what to compact, whether to rewrite manifests, what may expire.
 pub(super) async fn plan(
     catalog: &PipelineCatalog,
@@ -58,13 +55,10 @@ pub(super) async fn plan(
     } else {
         rollback_points(catalog, &pipeline.name, window_start, settings.keep_runs).await?
     };
-    // Loaded (and below, planned) eight tables at a time: on a remote catalog each costs
-    // round trips (the table, its metadata file, its manifests).
-    let loaded: Vec<Option<iceberg::table::Table>> = stream::iter(0..written.len())
-        .map(|i| catalog.load(&written[i].0))
-        .buffered(AT_ONCE)
-        .try_collect()
-        .await?;
+    // Loaded and below planned several tables at a time (each costs round trips on a remote
+    // catalog: the table, its metadata file, its manifests).
+    let names: Vec<&TableName> = written.iter().map(|(name, _)| name).collect();
+    let loaded = catalog.load_many(&names).await?;
     let tables: Vec<(TableName, usize, iceberg::table::Table)> = written
         .iter()
         .zip(loaded)
@@ -99,7 +93,7 @@ pub(super) async fn plan(
         .map(|(name, job_target, table, expiry)| {
             plan_table(settings, name, job_target, table, expiry)
         })
-        .buffered(AT_ONCE)
+        .buffered(TABLES_AT_ONCE)
         .try_collect()
         .await?;
     if options.batch_expiry {

@@ -13,7 +13,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
-use futures::stream::{self, StreamExt, TryStreamExt};
 use iceberg::arrow::schema_to_arrow_schema;
 use iceberg::spec::TableMetadata;
 use serde::Serialize;
@@ -148,17 +147,12 @@ async fn live_metadata(
 ) -> Result<HashMap<TableName, TableMetadata>> {
     let mut wanted: BTreeSet<TableName> = graph.producers.keys().cloned().collect();
     wanted.extend(graph.external_inputs().into_iter().map(|(_, t)| t));
-    let wanted: Vec<TableName> = wanted.into_iter().collect();
-    // Eight at a time: on a remote catalog each load is a round trip or two.
-    let loaded: Vec<Option<iceberg::table::Table>> = stream::iter(0..wanted.len())
-        .map(|i| catalog.load(&wanted[i]))
-        .buffered(8)
-        .try_collect()
-        .await?;
+    let wanted: Vec<&TableName> = wanted.iter().collect();
+    let loaded = catalog.load_many(&wanted).await?;
     Ok(wanted
         .into_iter()
         .zip(loaded)
-        .filter_map(|(name, table)| Some((name, table?.metadata().clone())))
+        .filter_map(|(name, table)| Some((name.clone(), table?.metadata().clone())))
         .collect())
 }
 

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use arrow::datatypes::{Schema, SchemaRef};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
-use futures::stream::{self, StreamExt, TryStreamExt};
 use iceberg::arrow::schema_to_arrow_schema;
 use iceberg::table::Table;
 
@@ -144,12 +143,8 @@ async fn ingest_schemas(
     pipeline: &Pipeline,
     schemas: &mut HashMap<TableName, SchemaRef>,
 ) -> Result<Vec<IngestJob>> {
-    // Loaded eight at a time: on a remote catalog each load is a round trip or two.
-    let loaded: Vec<Option<Table>> = stream::iter(0..pipeline.ingests.len())
-        .map(|i| catalog.load(&pipeline.ingests[i].table))
-        .buffered(8)
-        .try_collect()
-        .await?;
+    let names: Vec<&TableName> = pipeline.ingests.iter().map(|j| &j.table).collect();
+    let loaded = catalog.load_many(&names).await?;
     let mut ingests = Vec::new();
     for (job, live) in pipeline.ingests.iter().zip(loaded) {
         // Columns added by schema evolution are part of the table.

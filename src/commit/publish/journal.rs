@@ -33,10 +33,11 @@ use super::publication::{
     locations, versions_of, Publication, PublishOutcome, Publisher, TableChange,
 };
 use super::recover::resolve;
-use crate::catalog::{pinned, table_updates, RemoteCatalog, Swap};
+use crate::catalog::{pinned, table_updates, RemoteCatalog, Swap, TABLES_AT_ONCE};
 use crate::error::{Error, Result};
 use crate::fault::pause_point;
 use crate::records::{control_name, control_table, run_records, RunRecord};
+use crate::spec::TableName;
 
 /// The publisher of remote catalogs without multi-table commits.
 pub struct JournaledPublisher {
@@ -110,13 +111,9 @@ impl Publisher for JournaledPublisher {
     }
 }
 
-/// Tables whose metadata a publish reads or writes at once: their files are independent, and
-/// on a remote catalog each table costs round trips.
-const AT_ONCE: usize = 8;
-
 /// Writes the new metadata file of every change (the version after its base) where the
 /// catalog takes files, or notes the changes where it takes those (REST); returns the intent's
-/// entries and, per change, its base and new metadata, in order. Up to [`AT_ONCE`] tables at a
+/// entries and, per change, its base and new metadata, in order. Up to [`TABLES_AT_ONCE`] tables at a
 /// time: the files are invisible until a pointer moves to them.
 async fn write_metadata_files(
     remote: &RemoteCatalog,
@@ -126,7 +123,7 @@ async fn write_metadata_files(
         // By index: a closure over `&TableChange` would not be `Send` for every lifetime.
         stream::iter(0..publication.changes.len())
             .map(|i| entry_of(remote, &publication.changes[i]))
-            .buffered(AT_ONCE)
+            .buffered(TABLES_AT_ONCE)
             .try_collect()
             .await?;
     Ok(written.into_iter().unzip())
@@ -159,19 +156,13 @@ async fn entry_of(
 }
 
 /// The indexes of the changes whose table is no longer at the location the run staged it on
-/// (up to [`AT_ONCE`] tables looked at a time).
+/// (up to [`TABLES_AT_ONCE`] tables looked at a time).
 async fn moved_since_staged(
     remote: &RemoteCatalog,
     publication: &Publication,
 ) -> Result<Vec<usize>> {
-    let changes = &publication.changes;
-    let now: Vec<Option<String>> = stream::iter(0..changes.len())
-        .map(|i| async move {
-            Ok::<_, Error>(remote.current(&changes[i].table).await?.map(|c| c.location))
-        })
-        .buffered(AT_ONCE)
-        .try_collect()
-        .await?;
+    let tables: Vec<&TableName> = publication.changes.iter().map(|c| &c.table).collect();
+    let now = remote.current_locations(&tables).await?;
     Ok(publication
         .changes
         .iter()

@@ -3,7 +3,6 @@
 //! all of them or (on a conflict) none.
 
 use async_trait::async_trait;
-use futures::stream::{self, StreamExt, TryStreamExt};
 use iceberg::spec::{TableMetadata, MAIN_BRANCH};
 
 use crate::catalog::RemoteCatalog;
@@ -101,20 +100,14 @@ pub(super) async fn versions_of(
     Ok((base_location.clone(), base, new))
 }
 
-/// The current metadata location on a remote catalog of each changed table, in order (up
-/// to eight tables looked at a time).
+/// The current metadata location on a remote catalog of each changed table, in order.
 pub(super) async fn locations(
     remote: &RemoteCatalog,
     changes: &[TableChange],
 ) -> Result<Vec<String>> {
-    stream::iter(0..changes.len())
-        .map(|i| async move {
-            let now = remote.current(&changes[i].table).await?;
-            Ok::<_, Error>(now.map(|c| c.location).unwrap_or_default())
-        })
-        .buffered(8)
-        .try_collect()
-        .await
+    let tables: Vec<&TableName> = changes.iter().map(|c| &c.table).collect();
+    let now = remote.current_locations(&tables).await?;
+    Ok(now.into_iter().map(Option::unwrap_or_default).collect())
 }
 
 /// `metadata` with `main` removed: the table reads as empty (how a remote catalog "drops" a
