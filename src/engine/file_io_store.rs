@@ -9,7 +9,7 @@
 //! `BUCKET/KEY` (`KEY` in a store of one bucket); the store puts its scheme (`s3`, `s3a`), and
 //! its bucket, in front to name the file to FileIO.
 //! Sizes recorded by the table's metadata spare a `HEAD` per read (a file of unknown size is
-//! asked for its size once per read). They are checked only when a read fails or comes back
+//! asked for its size once per read, unless the read is of a bounded range). They are checked only when a read fails or comes back
 //! short: then a `HEAD` tells whether the file is missing or of another size than the metadata
 //! records, and the error names the file and says which (a [`StorageProblem`]: damage, as on
 //! local files), so a healthy scan costs no request beyond its reads.
@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use datafusion::object_store::path::Path;
 use datafusion::object_store::{
-    Attributes, CopyOptions, Error, GetOptions, GetResult, GetResultPayload, ListResult,
+    Attributes, CopyOptions, Error, GetOptions, GetRange, GetResult, GetResultPayload, ListResult,
     MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload,
     PutResult, Result,
 };
@@ -190,7 +190,18 @@ impl ObjectStore for FileIoStore {
         if conditional {
             return Err(refused("a conditional or versioned get"));
         }
-        let size = self.size(location).await?;
+        let size = match (
+            self.sizes.get(location.as_ref()),
+            &options.range,
+            options.head,
+        ) {
+            (Some(size), _, _) => *size,
+            // A read of a bounded range of a file of unknown size (a cluster node's, whose
+            // reader knows the size from its plan) asks storage for nothing but the read: the
+            // object is at least that long, which is what `meta.size` then says.
+            (None, Some(GetRange::Bounded(r)), false) => r.end,
+            _ => self.size(location).await?,
+        };
         let meta = ObjectMeta {
             location: location.clone(),
             last_modified: chrono::DateTime::UNIX_EPOCH,
