@@ -48,6 +48,10 @@ pub trait TablePointers: Send + Sync {
         new_file: &str,
         new: &TableMetadata,
     ) -> Result<Swap>;
+
+    /// Where `table` stands now: its metadata location, or `None` when it does not exist.
+    /// One round trip; the metadata file is not read.
+    async fn location(&self, table: &TableName) -> Result<Option<String>>;
 }
 
 /// One table's move in a multi-table commit: from `base` (its current metadata) to `new`.
@@ -124,11 +128,11 @@ impl RemoteCatalog {
     }
 
     /// The current metadata location of each of `tables`, in order (`None`: it does not
-    /// exist), [`TABLES_AT_ONCE`] looked at a time.
+    /// exist), [`TABLES_AT_ONCE`] looked at a time; no metadata file is read.
     pub async fn current_locations(&self, tables: &[&TableName]) -> Result<Vec<Option<String>>> {
         // By index: a closure over `&&TableName` would not be `Send` for every lifetime.
         stream::iter(0..tables.len())
-            .map(|i| async move { Ok::<_, Error>(self.current(tables[i]).await?.map(|c| c.location)) })
+            .map(|i| self.pointers.location(tables[i]))
             .buffered(TABLES_AT_ONCE)
             .try_collect()
             .await

@@ -90,6 +90,27 @@ impl S3TablesPointers {
 
 #[async_trait]
 impl TablePointers for S3TablesPointers {
+    async fn location(&self, table: &TableName) -> Result<Option<String>> {
+        let answer = self
+            .client
+            .get_table_metadata_location()
+            .table_bucket_arn(&self.bucket_arn)
+            .namespace(&table.namespace)
+            .name(&table.name)
+            .send()
+            .await;
+        match answer {
+            Ok(current) => Ok(current.metadata_location().map(str::to_string)),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_not_found_exception()) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(self.error(table, "cannot read the metadata location of", e)),
+        }
+    }
+
     async fn swap(
         &self,
         table: &TableName,

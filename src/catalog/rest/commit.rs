@@ -43,6 +43,14 @@ fn error(api: &RestApi, what: &str, refused: Refused) -> Error {
 
 #[async_trait]
 impl TablePointers for RestApi {
+    async fn location(&self, table: &TableName) -> Result<Option<String>> {
+        match self.get(&table_path(table)).await {
+            Ok(loaded) => Ok(loaded["metadata-location"].as_str().map(str::to_string)),
+            Err(r) if r.status == StatusCode::NOT_FOUND => Ok(None),
+            Err(r) => Err(error(self, &format!("cannot load {table}"), r)),
+        }
+    }
+
     async fn swap(
         &self,
         table: &TableName,

@@ -9,7 +9,8 @@
 //!
 //! ```text
 //!  write new metadata files ─▶ check every table is still at its base ─▶ (conflict: nothing done)
-//!      ─▶ control table: set intent ─▶ move table 1 … table N (compare-and-set each)
+//!      ─▶ control table: set intent ─▶ move table 1, then tables 2 … N (compare-and-set each;
+//!         on S3 Tables up to eight at once)
 //!      ─▶ control table: clear intent + append run record
 //! ```
 //!
@@ -19,6 +20,7 @@
 //! What a reader can observe: between the first and the last table move, some of the run's
 //! tables are at the new version and others at the old one (never a mix within one table).
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -77,38 +79,78 @@ impl Publisher for JournaledPublisher {
         };
         set_intent(remote, &intent).await?;
         pause_point("intent-set");
-        // 4. Each table, by compare-and-set. A command that found the intent pending may have
-        //    resolved it meanwhile (this publisher was slow): on S3 Tables its rollback fences
-        //    the tables still at their base, so the move below fails; a REST server's
-        //    compare-and-set cannot be fenced so, and the intent is read again first.
-        let mut moved: Vec<String> = Vec::new();
-        for (index, (entry, (base, new))) in intent.entries.iter().zip(&news).enumerate() {
-            let table = &publication.changes[index].table;
-            if remote.kind == "rest" && !is_pending(remote, &intent).await? {
-                return outcome_of(remote, &intent, publication, index).await;
-            }
-            match remote
-                .pointers
-                .swap(table, &entry.from_location, base, &entry.metadata_file, new)
-                .await?
-            {
-                Swap::Moved(location) => moved.push(location),
-                Swap::AlreadyThere => {
-                    let now = remote.current(table).await?;
-                    moved.push(now.map(|c| c.location).unwrap_or_default());
-                }
-                Swap::Conflict => {
-                    return resolve_conflict(remote, &intent, publication, index).await;
-                }
-            }
-            pause_point("publishing");
-        }
+        // 4. Each table, by compare-and-set.
+        let moved = match move_tables(remote, &intent, &news, publication).await? {
+            ControlFlow::Continue(moved) => moved,
+            ControlFlow::Break(outcome) => return Ok(outcome),
+        };
         // 5. Done: clear the intent and append the record.
         if !finish(remote, &intent, true).await? {
             return outcome_of(remote, &intent, publication, 0).await;
         }
         Ok(PublishOutcome::Published(moved))
     }
+}
+
+/// Step 4 of the publish of `intent`: moves each table (`news`: its base and new metadata)
+/// by compare-and-set; the new locations in order, or the outcome when the publish ended
+/// otherwise (a conflict, or another command resolved the intent).
+///
+/// The first table moves alone (a command killed right after it leaves one table moved,
+/// which recovery completes); then, on catalogs whose compare-and-set pins the metadata file
+/// (S3 Tables), every other table up to [`TABLES_AT_ONCE`] at a time. A command that found
+/// the intent pending may have resolved it meanwhile (this publisher was slow): on S3 Tables
+/// its rollback fences the tables still at their base, so the moves fail; a REST server's
+/// compare-and-set cannot be fenced so, and there the intent is read again before each
+/// table's move, one table at a time.
+async fn move_tables(
+    remote: &RemoteCatalog,
+    intent: &Intent,
+    news: &[(TableMetadata, TableMetadata)],
+    publication: &Publication,
+) -> Result<ControlFlow<PublishOutcome, Vec<String>>> {
+    let fenced = remote.kind != "rest";
+    let mut moved: Vec<String> = Vec::with_capacity(news.len());
+    let mut next = 0;
+    while next < news.len() {
+        if !fenced && !is_pending(remote, intent).await? {
+            return Ok(ControlFlow::Break(
+                outcome_of(remote, intent, publication, next).await?,
+            ));
+        }
+        let batch = match fenced && next > 0 {
+            true => next..news.len(),
+            false => next..next + 1,
+        };
+        let swaps: Vec<Swap> = stream::iter(batch.clone())
+            .map(|i| {
+                let (entry, (base, new)) = (&intent.entries[i], &news[i]);
+                let table = &publication.changes[i].table;
+                remote
+                    .pointers
+                    .swap(table, &entry.from_location, base, &entry.metadata_file, new)
+            })
+            .buffered(TABLES_AT_ONCE)
+            .try_collect()
+            .await?;
+        for (index, swap) in batch.clone().zip(swaps) {
+            match swap {
+                Swap::Moved(location) => moved.push(location),
+                Swap::AlreadyThere => {
+                    let now = remote.current(&publication.changes[index].table).await?;
+                    moved.push(now.map(|c| c.location).unwrap_or_default());
+                }
+                Swap::Conflict => {
+                    return Ok(ControlFlow::Break(
+                        resolve_conflict(remote, intent, publication, index).await?,
+                    ));
+                }
+            }
+        }
+        next = batch.end;
+        pause_point("publishing");
+    }
+    Ok(ControlFlow::Continue(moved))
 }
 
 /// Writes the new metadata file of every change (the version after its base) where the
