@@ -11,7 +11,7 @@ through untouched. With --exit-with-parent the server exits once its parent proc
 import os
 
 PARENT = os.getppid()  # read before the slow moto import, so an early parent death is still seen
-import argparse, json, threading, time  # noqa: E402
+import argparse, functools, json, threading, time  # noqa: E402
 
 from werkzeug.serving import run_simple
 from moto.server import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
@@ -54,6 +54,14 @@ def patched(app):
     return wsgi
 
 
+class QuietHandler(MotoRequestHandler):
+    """No line on stderr per request: werkzeug's request log costs the server CPU that the
+    benchmarks' clients, on the same cores, would be measured for."""
+
+    def log_request(self, *args, **kwargs):
+        pass
+
+
 def exit_with_parent():
     while os.getppid() == PARENT:
         time.sleep(1)
@@ -69,5 +77,9 @@ if __name__ == "__main__":
     os.environ.setdefault("MOTO_PORT", str(args.port))  # as moto_server does
     if args.exit_with_parent:
         threading.Thread(target=exit_with_parent, daemon=True).start()
-    app = patched(DomainDispatcherApplication(create_backend_app))
-    run_simple(args.host, args.port, app, threaded=True, request_handler=MotoRequestHandler)
+    dispatcher = DomainDispatcherApplication(create_backend_app)
+    # Which backend serves a host is fixed: moto tries every service's URL patterns on each
+    # request; remembering the answer per host saves that.
+    dispatcher.get_backend_for_host = functools.lru_cache(maxsize=1024)(dispatcher.get_backend_for_host)
+    app = patched(dispatcher)
+    run_simple(args.host, args.port, app, threaded=True, request_handler=QuietHandler)
