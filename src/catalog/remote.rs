@@ -114,12 +114,19 @@ impl RemoteCatalog {
         super::lock_anchor::remote_lock_name(self.kind, &self.identity)
     }
 
+    /// `table` as the catalog has it now, or `None` when it does not exist: one load.
+    pub async fn table(&self, table: &TableName) -> Result<Option<iceberg::table::Table>> {
+        match self.catalog.load_table(&table.ident()).await {
+            Ok(loaded) => Ok(Some(loaded)),
+            Err(e) if super::absent::absent(&e) => Ok(None),
+            Err(e) => Err(Error::table(table, "cannot load table", e)),
+        }
+    }
+
     /// The current version of `table`, or `None` when it does not exist.
     pub async fn current(&self, table: &TableName) -> Result<Option<Current>> {
-        let loaded = match self.catalog.load_table(&table.ident()).await {
-            Ok(loaded) => loaded,
-            Err(e) if super::absent::absent(&e) => return Ok(None),
-            Err(e) => return Err(Error::table(table, "cannot load table", e)),
+        let Some(loaded) = self.table(table).await? else {
+            return Ok(None);
         };
         Ok(Some(Current {
             location: loaded.metadata_location_result()?.to_string(),

@@ -4,6 +4,7 @@
 //! table on first use and reads the records.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use arrow::array::StringArray;
 use futures::TryStreamExt;
@@ -87,18 +88,34 @@ pub async fn control_table(remote: &RemoteCatalog) -> Result<Current> {
     }
 }
 
-/// Every run record in the control table, oldest first.
+/// The records last read, by the control table's metadata location they were read at: a
+/// metadata file never changes, so neither do the records it holds. A command reads them
+/// several times (maintenance after a run: rollback points, then its own publish) and each
+/// full read costs the table's manifests and data files.
+static LAST_READ: Mutex<Option<(String, Vec<RunRecord>)>> = Mutex::new(None);
+
+/// Every run record in the control table, oldest first. One catalog load; the table's files
+/// are read only when it moved since the last read.
 pub async fn run_records(remote: &RemoteCatalog) -> Result<Vec<RunRecord>> {
     let name = control_name();
-    let Some(_) = remote.current(&name).await? else {
+    let Some(table) = remote.table(&name).await? else {
         return Ok(Vec::new());
     };
-    let table = remote
-        .catalog
-        .load_table(&name.ident())
-        .await
-        .map_err(|e| Error::table(&name, "cannot load the control table", e))?;
-    records_of(&table).await
+    let location = table.metadata_location().map(str::to_string);
+    let last = |l: &str| {
+        let read = LAST_READ.lock().unwrap_or_else(|e| e.into_inner());
+        read.as_ref()
+            .filter(|(at, _)| at == l)
+            .map(|(_, records)| records.clone())
+    };
+    if let Some(records) = location.as_deref().and_then(last) {
+        return Ok(records);
+    }
+    let records = records_of(&table).await?;
+    if let Some(at) = location {
+        *LAST_READ.lock().unwrap_or_else(|e| e.into_inner()) = Some((at, records.clone()));
+    }
+    Ok(records)
 }
 
 /// The run of the same pipeline that already served `record`'s scheduled tick in the control

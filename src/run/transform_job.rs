@@ -230,6 +230,7 @@ impl TransformRun<'_> {
                 .iter()
                 .map(|(_, t)| total_records(t.metadata().current_snapshot()))
                 .sum(),
+            target: current.clone(),
             ..TransformFacts::default()
         };
         // Input columns this run renames (a staged input's snapshot against its parent).

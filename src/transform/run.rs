@@ -34,6 +34,10 @@ pub struct TransformFacts {
     pub input_rows: u64,
     /// The session is a cluster's client (`crate::cluster`): executors write the result.
     pub on_cluster: bool,
+    /// The target as the run loaded it to decide the job's scope (`None`: it did not exist):
+    /// the rewrite builds on it rather than loading it again (its publish still moves it only
+    /// from that very version).
+    pub target: Option<iceberg::table::Table>,
 }
 
 /// What one transform produced (staged, not yet published).
@@ -136,7 +140,7 @@ async fn rewrite_target(
     facts: &TransformFacts,
 ) -> Result<TableTarget> {
     // A column whose derivation the table recorded under another name is renamed in place.
-    let existing = ctx.catalog.load(&job.table).await?;
+    let existing = facts.target.clone();
     let renamed = existing
         .as_ref()
         .map(|t| renames(&recorded_on(t.metadata()), lineage, &facts.renames))

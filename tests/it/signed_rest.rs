@@ -189,43 +189,77 @@ fn signing_settings_are_checked_with_the_line() {
     }
 }
 
+/// Keys that live two seconds: a profile `short` whose `credential_process`
+/// (tests/servers/short_keys.py) hands out a new key pair valid for 2 s at each call, and
+/// SigV4 proxies in front of the catalog and of moto's S3 that refuse any key past its expiry.
+struct ShortKeys {
+    catalog: SigV4Proxy,
+    s3: SigV4Proxy,
+    _dir: tempfile::TempDir,
+}
+
+impl ShortKeys {
+    /// `p` on a REST catalog (`server` behind the catalog proxy) signing with the short keys.
+    fn on(server: &Rustberg, mut p: Project) -> (Project, ShortKeys) {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = dir.path().join("keys");
+        let config = dir.path().join("aws-config");
+        std::fs::write(
+            &config,
+            format!(
+                "[profile short]\ncredential_process = python3 {} {} 2\n",
+                crate::common::repo()
+                    .join("tests/servers/short_keys.py")
+                    .display(),
+                keys.display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("none"), "").unwrap();
+        let catalog = SigV4Proxy::with_short_keys(server, "s3tables", &keys);
+        let s3 = SigV4Proxy::s3_with_short_keys(&keys);
+        p.env
+            .push(("AWS_CONFIG_FILE".into(), config.display().to_string()));
+        p.env.push((
+            "AWS_SHARED_CREDENTIALS_FILE".into(),
+            dir.path().join("none").display().to_string(),
+        ));
+        let p = p.on_catalog_section(&format!(
+            "\n[catalogs.remote]\ntype = \"rest\"\nuri = \"{}\"\nsigning = \"sigv4\"\n\
+             signing_name = \"s3tables\"\nprofile = \"short\"\nregion = \"{REGION}\"\n\
+             s3_endpoint = \"{}\"\npath_style_access = true\n",
+            catalog.uri, s3.uri
+        ));
+        (
+            p,
+            ShortKeys {
+                catalog,
+                s3,
+                _dir: dir,
+            },
+        )
+    }
+
+    /// Every request of both proxies was accepted, and each proxy saw at least `keys` keys.
+    fn check(&self, keys: usize) {
+        for proxy in [&self.catalog, &self.s3] {
+            assert!(refused(proxy).is_empty(), "{:?}", refused(proxy));
+            let used: std::collections::BTreeSet<String> = proxy
+                .requests()
+                .iter()
+                .filter_map(|r| r.split(" key=").nth(1).map(|k| k.to_string()))
+                .collect();
+            assert!(used.len() >= keys, "{keys} keys or more expected: {used:?}");
+        }
+    }
+}
+
 #[test]
 fn credentials_that_expire_during_a_run_are_fetched_again_for_catalog_and_files() {
-    // A profile whose credential_process hands out keys valid for two seconds; the proxies in
-    // front of the catalog and of moto's S3 refuse any key past its expiry, so a signer or an
-    // S3 client that read its credentials once would fail as soon as the run outlives the
-    // first key.
+    // A signer or an S3 client that read its credentials once would fail as soon as the run
+    // outlives the first key.
     let server = Rustberg::start();
-    let dir = tempfile::tempdir().unwrap();
-    let keys = dir.path().join("keys");
-    let config = dir.path().join("aws-config");
-    std::fs::write(
-        &config,
-        format!(
-            "[profile short]\ncredential_process = python3 {} {} 2\n",
-            crate::common::repo()
-                .join("tests/servers/short_keys.py")
-                .display(),
-            keys.display()
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("none"), "").unwrap();
-    let proxy = SigV4Proxy::with_short_keys(&server, "s3tables", &keys);
-    let s3 = SigV4Proxy::s3_with_short_keys(&keys);
-    let mut p = Project::retail();
-    p.env
-        .push(("AWS_CONFIG_FILE".into(), config.display().to_string()));
-    p.env.push((
-        "AWS_SHARED_CREDENTIALS_FILE".into(),
-        dir.path().join("none").display().to_string(),
-    ));
-    let p = p.on_catalog_section(&format!(
-        "\n[catalogs.remote]\ntype = \"rest\"\nuri = \"{}\"\nsigning = \"sigv4\"\n\
-         signing_name = \"s3tables\"\nprofile = \"short\"\nregion = \"{REGION}\"\n\
-         s3_endpoint = \"{}\"\npath_style_access = true\n",
-        proxy.uri, s3.uri
-    ));
+    let (p, keys) = ShortKeys::on(&server, Project::retail());
     // The run pauses once staged until the first key has expired (keys live 2 s): its
     // audits and publish then need fresh keys, however fast the run is.
     let started = std::time::Instant::now();
@@ -233,22 +267,109 @@ fn credentials_that_expire_during_a_run_are_fetched_again_for_catalog_and_files(
     std::thread::sleep(std::time::Duration::from_secs(3).saturating_sub(started.elapsed()));
     let (ok, log) = paused.release();
     assert!(ok, "{log}");
-    let took = started.elapsed();
-    for proxy in [&proxy, &s3] {
-        assert!(refused(proxy).is_empty(), "{:?}", refused(proxy));
-        let used: std::collections::BTreeSet<String> = proxy
-            .requests()
-            .iter()
-            .filter_map(|r| r.split(" key=").nth(1).map(|k| k.to_string()))
-            .collect();
-        assert!(
-            took.as_secs_f64() > 2.5 && used.len() > 1,
-            "the run ({took:?}) must outlive a key, and use more than one: {used:?}"
-        );
-    }
+    assert!(started.elapsed().as_secs_f64() > 2.5);
+    keys.check(2);
     assert_eq!(
         p.query("SELECT count(*) FROM silver.orders")[0][0],
         Some(crate::common::expected_retail()["counts"]["silver.orders"].to_string())
+    );
+}
+
+/// Issue 45, step 4: a `schedule run` daemon keeps its credentials fresh for the catalog and
+/// for data files, tick after tick, past the expiry of the keys it started with.
+#[test]
+fn a_scheduler_daemon_signs_with_fresh_keys_tick_after_tick() {
+    use std::time::{Duration, Instant};
+    let server = Rustberg::start();
+    let p = Project::empty();
+    p.write(
+        "pipelines/p.toml",
+        "[pipeline]\nname = \"p\"\n\n[schedule]\ncron = \"*/2 * * * * *\"\n\n[[ingest]]\ntable = \"bronze.t\"\nformat = \"csv\"\npath = \"data/*.csv\"\nschema = { day = \"date\", n = \"long\" }\n\n[[transform]]\ntable = \"silver.s\"\nsql = \"sql/s.sql\"\n",
+    );
+    p.write(
+        "sql/s.sql",
+        "SELECT count(*) AS days, sum(n) AS total FROM bronze.t\n",
+    );
+    let day = |p: &Project, d: u32| {
+        p.write(
+            &format!("data/2026-03-{d:02}.csv"),
+            &format!("day,n\n2026-03-{d:02},{d}\n"),
+        )
+    };
+    day(&p, 1);
+    let (p, keys) = ShortKeys::on(&server, p);
+    let log = p.path().join("daemon.log");
+    let gate = p.path().join("go");
+    // The first tick pauses once staged until its first key has expired (keys live 2 s):
+    // the daemon must renew its keys within a run, not only between runs.
+    let mut daemon = p
+        .command(&["schedule", "run"])
+        .env("PIPELINE_PAUSE_AT", "staged")
+        .env("PIPELINE_PAUSE_UNTIL", &gate)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("paused at staged")
+    {
+        assert!(Instant::now() < deadline, "the first tick never staged");
+        assert!(daemon.try_wait().unwrap().is_none(), "the scheduler ended");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    std::fs::write(&gate, "").unwrap();
+    // Three more key lifetimes; a new file every two seconds, so every tick loads data to S3.
+    let started = Instant::now();
+    let mut days = 1;
+    while started.elapsed() < Duration::from_secs(6) {
+        std::thread::sleep(Duration::from_secs(2));
+        days += 1;
+        day(&p, days);
+    }
+    // SAFETY: signals a child this test started and has not reaped.
+    unsafe {
+        libc::kill(daemon.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = daemon.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = daemon.kill();
+            panic!("the scheduler did not stop within 60 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(status.success(), "{said}");
+    let runs = p.json(&["runs"]);
+    let ticks: Vec<&serde_json::Value> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["tick"].is_string())
+        .collect();
+    assert!(
+        ticks.len() >= 3,
+        "three ticks or more expected: {runs}\n{said}"
+    );
+    assert!(
+        ticks.iter().all(|r| r["error"].is_null()),
+        "a tick failed: {runs}\n{said}"
+    );
+    // Ticks 2 s apart: the last one served ran past the first key's expiry.
+    keys.check(3);
+    // What the last tick published, as a fresh command reads it: one row per file it found.
+    let total = p.query("SELECT days, total FROM silver.s");
+    let loaded = p.query("SELECT count(*), sum(n) FROM bronze.t");
+    assert_eq!(total, loaded, "{said}");
+    assert!(
+        loaded[0][0].as_deref().unwrap().parse::<u32>().unwrap() >= 3,
+        "{loaded:?}\n{said}"
     );
 }
 
