@@ -9,7 +9,7 @@ use datafusion::prelude::{col, lit, SessionContext};
 use super::anomaly;
 use super::check_sql::{count_sql, rule_of, violations_sql, written_sql};
 use super::history::AuditHistory;
-use super::query::{sample_rows, scalar, scalar_rows};
+use super::query::{counted_sample, sample_rows, scalar, scalar_rows};
 use crate::catalog::PipelineCatalog;
 use crate::commit::summary::total_records;
 use crate::commit::StagedTable;
@@ -301,16 +301,8 @@ impl Auditor<'_> {
                 };
                 (count, sample)
             }
-            // The sample first: fewer rows than it asks for is the whole count.
-            None => {
-                let sample = sample_rows(df.clone(), SAMPLE_ROWS).await?;
-                let count = if sample.len() < SAMPLE_ROWS {
-                    sample.len() as u64
-                } else {
-                    df.count().await.map_err(|x| failure(e, x.to_string()))? as u64
-                };
-                (count, sample)
-            }
+            // Counted and sampled in one pass: on object storage each pass reads the table.
+            None => counted_sample(df, SAMPLE_ROWS).await?,
         };
         let plural = if count == 1 { "" } else { "s" };
         let detail = match written_rows {

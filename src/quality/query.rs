@@ -53,11 +53,40 @@ pub(super) async fn sample_rows(
         batches.push(batch);
     }
     drop(stream);
-    let rows = batches_to_rows(&schema, &batches)?;
+    first_rows(&schema, &batches, limit)
+}
+
+/// The first `limit` rows of `batches`, each column's value as its display text.
+fn first_rows(
+    schema: &arrow::datatypes::Schema,
+    batches: &[arrow::record_batch::RecordBatch],
+    limit: usize,
+) -> std::result::Result<Vec<SampleRow>, Error> {
+    let rows = batches_to_rows(schema, batches)?;
     Ok(rows
         .rows
         .into_iter()
         .take(limit)
         .map(|row| SampleRow::Fields(rows.columns.iter().cloned().zip(row).collect()))
         .collect())
+}
+
+/// How many rows `df` has, and the first `limit` of them as [`sample_rows`] gives them: one
+/// pass over the query, keeping no more than the batches that hold the sample.
+pub(super) async fn counted_sample(
+    df: DataFrame,
+    limit: usize,
+) -> std::result::Result<(u64, Vec<SampleRow>), Error> {
+    let schema = df.schema().as_arrow().clone();
+    let mut stream = df.execute_stream().await?;
+    let (mut batches, mut kept, mut count) = (Vec::new(), 0, 0u64);
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        count += batch.num_rows() as u64;
+        if kept < limit && batch.num_rows() > 0 {
+            kept += batch.num_rows();
+            batches.push(batch);
+        }
+    }
+    Ok((count, first_rows(&schema, &batches, limit)?))
 }
