@@ -14,6 +14,7 @@ pub mod env;
 mod fresh_credentials;
 mod local_fs;
 mod lock_anchor;
+mod metadata_files;
 mod node_storage;
 mod open;
 mod remote;

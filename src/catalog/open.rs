@@ -186,10 +186,8 @@ impl PipelineCatalog {
     /// One round trip on a remote catalog: the load itself says whether the table exists.
     pub async fn load(&self, table: &TableName) -> Result<Option<Table>> {
         let ident = table.ident();
-        let loaded = match self.inner.load_table(&ident).await {
-            Ok(t) => t,
-            Err(e) if super::absent::absent(&e) => return Ok(None),
-            Err(e) => return Err(self.unreadable(table, e).await),
+        let Some(loaded) = self.load_current(table).await? else {
+            return Ok(None);
         };
         let Some(env) = &self.env else {
             return Ok(Some(loaded));
@@ -204,6 +202,36 @@ impl PipelineCatalog {
             builder = builder.metadata_location(location);
         }
         Ok(Some(builder.build()?))
+    }
+
+    /// `table` as the catalog has it now (`None`: it does not exist). Where the catalog
+    /// points tables at metadata files the engine wrote (S3 Tables), the pointer is asked for
+    /// and a version this command already read is not read again.
+    async fn load_current(&self, table: &TableName) -> Result<Option<Table>> {
+        let remote = self.remote().filter(|r| r.takes_metadata_files());
+        let Some(remote) = remote else {
+            return match self.inner.load_table(&table.ident()).await {
+                Ok(t) => Ok(Some(t)),
+                Err(e) if super::absent::absent(&e) => Ok(None),
+                Err(e) => Err(self.unreadable(table, e).await),
+            };
+        };
+        let Some(location) = remote.pointers.location(table).await? else {
+            return Ok(None);
+        };
+        let metadata = match remote.metadata_files.read(&self.file_io, &location).await {
+            Ok(metadata) => metadata,
+            Err(e) => return Err(self.unreadable(table, e).await),
+        };
+        Ok(Some(
+            Table::builder()
+                .metadata(metadata)
+                .metadata_location(location)
+                .identifier(table.ident())
+                .file_io(self.file_io.clone())
+                .runtime(iceberg::Runtime::try_current()?)
+                .build()?,
+        ))
     }
 
     /// This catalog with every table loaded in environment `env` (its Iceberg branch `env`;

@@ -10,6 +10,7 @@ use iceberg::io::FileIO;
 use iceberg::spec::TableMetadata;
 use iceberg::Catalog;
 
+use super::metadata_files::MetadataFiles;
 use crate::error::{Error, Result};
 use crate::spec::TableName;
 
@@ -95,6 +96,8 @@ pub struct RemoteCatalog {
     /// The server's multi-table commit, when it offers one and the spec does not turn it off.
     pub transactions: Option<Arc<dyn MultiTableCommit>>,
     pub file_io: FileIO,
+    /// The metadata files this command read, by location (see `metadata_files.rs`).
+    pub metadata_files: MetadataFiles,
 }
 
 impl RemoteCatalog {
@@ -145,8 +148,9 @@ impl RemoteCatalog {
             .await
     }
 
-    /// Reads the metadata file at `location`.
+    /// Reads the metadata file at `location` (once per command: a metadata file never
+    /// changes).
     pub async fn read_metadata(&self, location: &str) -> Result<TableMetadata> {
-        Ok(TableMetadata::read_from(&self.file_io, location).await?)
+        Ok((*self.metadata_files.read(&self.file_io, location).await?).clone())
     }
 }

@@ -63,6 +63,7 @@ pub(super) async fn connect(config: &S3TablesConfig) -> Result<PipelineCatalog> 
         pointers,
         transactions: None,
         file_io: file_io.clone(),
+        metadata_files: Default::default(),
     });
     Ok(PipelineCatalog {
         inner,

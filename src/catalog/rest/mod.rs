@@ -99,6 +99,7 @@ pub(super) async fn connect(config: &RestConfig) -> Result<PipelineCatalog> {
         pointers: api,
         transactions: multi_table,
         file_io: file_io.clone(),
+        metadata_files: Default::default(),
     });
     Ok(PipelineCatalog {
         inner,
