@@ -218,3 +218,78 @@ impl PhysicalExtensionCodec for PhysicalCodec {
         self.ballista.try_encode(node, buf)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::datatypes::{DataType, Field};
+    use datafusion::physical_plan::empty::EmptyExec;
+    use datafusion_proto::physical_plan::AsExecutionPlan;
+    use datafusion_proto::protobuf::PhysicalPlanNode;
+    use iceberg::io::FileIOBuilder;
+    use iceberg::spec::{
+        FormatVersion, NestedField, PartitionSpec, PrimitiveType, Schema as IcebergSchema, Type,
+    };
+    use iceberg_storage_opendal::OpenDalStorageFactory;
+
+    use super::*;
+    use crate::write::{Destination, FileLayout};
+
+    fn holds(bytes: &[u8], text: &str) -> bool {
+        bytes.windows(text.len()).any(|w| w == text.as_bytes())
+    }
+
+    /// The plan bytes the driver and the scheduler send hold a write's layout and never the
+    /// S3 credentials of the node that made it: an executor writes with its own.
+    #[test]
+    fn a_write_on_the_wire_carries_no_credentials() {
+        let schema = IcebergSchema::builder()
+            .with_fields(vec![NestedField::required(
+                1,
+                "n",
+                Type::Primitive(PrimitiveType::Long),
+            )
+            .into()])
+            .build()
+            .unwrap();
+        let layout = FileLayout {
+            spec: PartitionSpec::unpartition_spec(),
+            schema,
+            data_location: "s3://warehouse-bucket/silver/wire_check/data".into(),
+            format_version: FormatVersion::V2,
+        };
+        let write = ClusterWrite {
+            destination: Destination {
+                table: "silver.wire_check".into(),
+                layout,
+                quarantine: None,
+                target_file_size: 1 << 20,
+            },
+            prefix: "run-1".into(),
+            run_id: "run-1".into(),
+            parallel: false,
+        };
+        let secrets = [
+            ("s3.access-key-id", "AKIANEVERONTHEWIRE"),
+            ("s3.secret-access-key", "secret-never-on-the-wire"),
+            ("s3.session-token", "token-never-on-the-wire"),
+        ];
+        let file_io = FileIOBuilder::new(Arc::new(OpenDalStorageFactory::S3 {
+            customized_credential_load: None,
+        }))
+        .with_props(secrets)
+        .build();
+        let input = Arc::new(EmptyExec::new(Arc::new(Schema::new(vec![Field::new(
+            "n",
+            DataType::Int64,
+            false,
+        )]))));
+        let exec = WriteExec::try_new(input, Arc::new(write), Some(file_io)).unwrap();
+        let codec = PhysicalCodec::default();
+        let node = PhysicalPlanNode::try_from_physical_plan(Arc::new(exec), &codec).unwrap();
+        let bytes = node.encode_to_vec();
+        assert!(holds(&bytes, "silver.wire_check") && holds(&bytes, "warehouse-bucket"));
+        for (_, secret) in secrets {
+            assert!(!holds(&bytes, secret), "{secret} is in the plan");
+        }
+    }
+}
