@@ -216,22 +216,11 @@ impl PipelineCatalog {
                 Err(e) => Err(self.unreadable(table, e).await),
             };
         };
-        let Some(location) = remote.pointers.location(table).await? else {
-            return Ok(None);
-        };
-        let metadata = match remote.metadata_files.read(&self.file_io, &location).await {
-            Ok(metadata) => metadata,
-            Err(e) => return Err(self.unreadable(table, e).await),
-        };
-        Ok(Some(
-            Table::builder()
-                .metadata(metadata)
-                .metadata_location(location)
-                .identifier(table.ident())
-                .file_io(self.file_io.clone())
-                .runtime(iceberg::Runtime::try_current()?)
-                .build()?,
-        ))
+        match remote.pointed(table).await? {
+            None => Ok(None),
+            Some((location, Ok(metadata))) => remote.table_at(table, location, metadata).map(Some),
+            Some((_, Err(e))) => Err(self.unreadable(table, e).await),
+        }
     }
 
     /// This catalog with every table loaded in environment `env` (its Iceberg branch `env`;

@@ -117,13 +117,52 @@ impl RemoteCatalog {
         super::lock_anchor::remote_lock_name(self.kind, &self.identity)
     }
 
-    /// `table` as the catalog has it now, or `None` when it does not exist: one load.
+    /// `table` as the catalog has it now, or `None` when it does not exist: one load (on S3
+    /// Tables, see [`RemoteCatalog::pointed`]).
     pub async fn table(&self, table: &TableName) -> Result<Option<iceberg::table::Table>> {
+        if self.takes_metadata_files() {
+            let Some((location, metadata)) = self.pointed(table).await? else {
+                return Ok(None);
+            };
+            let metadata = metadata.map_err(|e| Error::table(table, "cannot load table", e))?;
+            return self.table_at(table, location, metadata).map(Some);
+        }
         match self.catalog.load_table(&table.ident()).await {
             Ok(loaded) => Ok(Some(loaded)),
             Err(e) if super::absent::absent(&e) => Ok(None),
             Err(e) => Err(Error::table(table, "cannot load table", e)),
         }
+    }
+
+    /// Where a catalog that takes the engine's metadata files (S3 Tables) points `table`, and
+    /// that file's metadata, or the failure to read it (`None`: the table does not exist). One
+    /// catalog call; a version this command already read is not read again.
+    pub async fn pointed(
+        &self,
+        table: &TableName,
+    ) -> Result<Option<(String, iceberg::Result<Arc<TableMetadata>>)>> {
+        let Some(location) = self.pointers.location(table).await? else {
+            return Ok(None);
+        };
+        let metadata = self.metadata_files.read(&self.file_io, &location).await;
+        Ok(Some((location, metadata)))
+    }
+
+    /// `table` at the version whose metadata file is `location`, reading its files through
+    /// this catalog's file access.
+    pub fn table_at(
+        &self,
+        table: &TableName,
+        location: String,
+        metadata: Arc<TableMetadata>,
+    ) -> Result<iceberg::table::Table> {
+        Ok(iceberg::table::Table::builder()
+            .metadata(metadata)
+            .metadata_location(location)
+            .identifier(table.ident())
+            .file_io(self.file_io.clone())
+            .runtime(iceberg::Runtime::try_current()?)
+            .build()?)
     }
 
     /// The current version of `table`, or `None` when it does not exist.

@@ -7,7 +7,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use aws_sdk_s3tables::error::DisplayErrorContext;
+use aws_sdk_s3tables::config::http::HttpResponse;
+use aws_sdk_s3tables::error::{DisplayErrorContext, SdkError};
+use aws_sdk_s3tables::operation::get_table_metadata_location::{
+    GetTableMetadataLocationError, GetTableMetadataLocationOutput,
+};
 use iceberg::io::FileIOBuilder;
 use iceberg::spec::TableMetadata;
 use iceberg::CatalogBuilder;
@@ -81,6 +85,23 @@ struct S3TablesPointers {
 }
 
 impl S3TablesPointers {
+    /// `table`'s metadata location and version token (`GetTableMetadataLocation`).
+    async fn pointer(
+        &self,
+        table: &TableName,
+    ) -> std::result::Result<
+        GetTableMetadataLocationOutput,
+        SdkError<GetTableMetadataLocationError, HttpResponse>,
+    > {
+        self.client
+            .get_table_metadata_location()
+            .table_bucket_arn(&self.bucket_arn)
+            .namespace(&table.namespace)
+            .name(&table.name)
+            .send()
+            .await
+    }
+
     fn error(&self, table: &TableName, what: &str, e: impl std::error::Error) -> Error {
         Error::Catalog {
             catalog: self.bucket_arn.clone(),
@@ -92,15 +113,7 @@ impl S3TablesPointers {
 #[async_trait]
 impl TablePointers for S3TablesPointers {
     async fn location(&self, table: &TableName) -> Result<Option<String>> {
-        let answer = self
-            .client
-            .get_table_metadata_location()
-            .table_bucket_arn(&self.bucket_arn)
-            .namespace(&table.namespace)
-            .name(&table.name)
-            .send()
-            .await;
-        match answer {
+        match self.pointer(table).await {
             Ok(current) => Ok(current.metadata_location().map(str::to_string)),
             Err(e)
                 if e.as_service_error()
@@ -121,12 +134,7 @@ impl TablePointers for S3TablesPointers {
         _new: &TableMetadata,
     ) -> Result<Swap> {
         let current = self
-            .client
-            .get_table_metadata_location()
-            .table_bucket_arn(&self.bucket_arn)
-            .namespace(&table.namespace)
-            .name(&table.name)
-            .send()
+            .pointer(table)
             .await
             .map_err(|e| self.error(table, "cannot read the metadata location of", e))?;
         match current.metadata_location() {
