@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use iceberg::spec::TableMetadata;
 use serde::de::IgnoredAny;
 
+use super::json_keys::object_keys;
 use crate::error::{Error, Result};
 use crate::spec::{ColumnSpec, ColumnType, Format, IngestJob, LINEAGE_COLUMNS};
 
@@ -125,7 +126,7 @@ pub fn add_new_columns(job: &mut IngestJob, files: &[PathBuf]) -> Result<Vec<Str
 /// the loader's to report (with their line, or to quarantine); a byte-order mark is skipped.
 fn file_columns(job: &IngestJob, path: &Path) -> Result<Vec<(String, u64)>> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let reader = BufReader::with_capacity(1 << 20, file);
     match job.format {
         Format::Csv => {
             let mut csv = csv::ReaderBuilder::new()
@@ -146,47 +147,67 @@ fn file_columns(job: &IngestJob, path: &Path) -> Result<Vec<(String, u64)>> {
                 Vec::new()
             })
         }
-        Format::Json => {
-            let mut names = Vec::new();
-            let mut seen = BTreeSet::new();
-            let mut line = Vec::new();
-            let mut line_no = 0u64;
-            loop {
-                line.clear();
-                let n = reader
-                    .read_until(b'\n', &mut line)
-                    .map_err(|e| Error::io(path, e))?;
-                if n == 0 {
-                    break;
-                }
-                line_no += 1;
-                let Ok(text) = std::str::from_utf8(&line) else {
-                    continue;
-                };
-                let text = if line_no == 1 {
-                    text.strip_prefix('\u{feff}').unwrap_or(text)
-                } else {
-                    text
-                };
-                let mut keys = Vec::new();
-                let mut de = serde_json::Deserializer::from_str(text);
-                let visitor = NewKeys {
-                    seen: &seen,
-                    out: &mut keys,
-                };
-                if serde::Deserializer::deserialize_map(&mut de, visitor).is_err() {
-                    continue;
-                }
-                keys.sort();
-                for k in keys {
-                    if seen.insert(k.clone()) {
-                        names.push((k, line_no));
-                    }
-                }
+        Format::Json => json_columns(path, reader),
+    }
+}
+
+/// Every key of a JSON Lines file's objects, with the line each was first seen on.
+fn json_columns(path: &Path, mut reader: impl BufRead) -> Result<Vec<(String, u64)>> {
+    let mut names = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut line = Vec::new();
+    let mut line_no = 0u64;
+    let mut spans = Vec::new();
+    let mut last: Vec<String> = Vec::new();
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let Ok(text) = std::str::from_utf8(&line) else {
+            continue;
+        };
+        let text = if line_no == 1 {
+            text.strip_prefix('\u{feff}').unwrap_or(text)
+        } else {
+            text
+        };
+        // Most records have the keys of the one before: a byte scan tells so
+        // without decoding; a record with a key not seen yet is decoded properly.
+        let scanned = object_keys(text.as_bytes(), &mut spans);
+        if scanned
+            && spans.iter().enumerate().all(|(i, &(s, e))| {
+                let key = &text[s..e];
+                last.get(i).is_some_and(|k| k == key) || seen.contains(key)
+            })
+        {
+            continue;
+        }
+        let mut keys = Vec::new();
+        let mut de = serde_json::Deserializer::from_str(text);
+        let visitor = NewKeys {
+            seen: &seen,
+            out: &mut keys,
+        };
+        if serde::Deserializer::deserialize_map(&mut de, visitor).is_err() {
+            continue;
+        }
+        last.clear();
+        if scanned {
+            last.extend(spans.iter().map(|&(s, e)| text[s..e].to_string()));
+        }
+        keys.sort();
+        for k in keys {
+            if seen.insert(k.clone()) {
+                names.push((k, line_no));
             }
-            Ok(names)
         }
     }
+    Ok(names)
 }
 
 /// Collects the keys of one JSON object that are not in `seen`, without building the object:
@@ -277,5 +298,32 @@ pub fn reserved_error(path: &Path, line: u64, name: &str) -> Error {
         message: format!(
             "line {line}: column `{name}` has the name of a lineage column every bronze table gets; rename it in the source"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::json_columns;
+
+    #[test]
+    fn json_keys_are_found_once_with_their_first_line_and_broken_lines_add_none() {
+        let file = [
+            r#"{"a": 1, "b": 2}"#,
+            r#"{"a": 3, "b": 4}"#,
+            r#"{"b": 5, "a": 6}"#,
+            r#"{"a": 7, "b": 8, "c": "x"}"#,
+            r#"{"a": 9, "d": tru"#,
+            r#"{"a\"x": 10}"#,
+            r#"{"e": {"f": 11}, "a": 12}"#,
+            r#"not json, "g": 1}"#,
+            r#"{"c": 13}"#,
+        ]
+        .join("\n");
+        let found = json_columns(Path::new("t.jsonl"), file.as_bytes()).unwrap();
+        let want = [("a", 1), ("b", 1), ("c", 4), ("a\"x", 6), ("e", 7)];
+        let want: Vec<(String, u64)> = want.iter().map(|(k, l)| (k.to_string(), *l)).collect();
+        assert_eq!(found, want);
     }
 }

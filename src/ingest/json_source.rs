@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -16,7 +16,7 @@ use super::sink::RecordSink;
 use super::values::NUL_IN_TEXT;
 use super::values::{parse_date, parse_decimal, parse_integer, parse_timestamp, Parsed};
 use crate::error::{Error, Result};
-use crate::spec::{ColumnType, IngestJob, SchemaEvolution, LINEAGE_COLUMNS};
+use crate::spec::{ColumnSpec, ColumnType, IngestJob, SchemaEvolution, LINEAGE_COLUMNS};
 
 /// Reads one JSON Lines file into the sink.
 pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<()> {
@@ -27,6 +27,7 @@ pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<
     let n = job.columns.len();
     let mut values = vec![Parsed::Null; n];
     let mut strings: Vec<String> = vec![String::new(); n];
+    let mut fields = Fields::new(n);
     let mut ignored = std::collections::BTreeSet::new();
     loop {
         buf.clear();
@@ -56,11 +57,12 @@ pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<
         if text.trim().is_empty() {
             continue;
         }
-        match decode(job, text, &mut values, &mut strings) {
-            Ok(unknown) if unknown.is_empty() => {
+        match decode(job, text, &mut fields, &mut values, &mut strings) {
+            Ok(()) if fields.unknown.is_empty() => {
                 sink.good(&values, line_no, |i| strings[i].as_str())?
             }
-            Ok(unknown) => {
+            Ok(()) => {
+                let unknown = std::mem::take(&mut fields.unknown);
                 if let Some(reserved) = unknown
                     .iter()
                     .find(|k| LINEAGE_COLUMNS.contains(&k.as_str()))
@@ -88,14 +90,17 @@ pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<
     Ok(())
 }
 
-/// Decodes one JSON object into `values`; returns the keys the job has no column for.
+/// Decodes one JSON object into `values`; leaves in `fields.unknown` (sorted) the keys the
+/// job has no column for. A record that is not valid JSON fails before any of its values
+/// is looked at; then a duplicated key; then the first bad value in column order.
 fn decode<'j>(
     job: &'j IngestJob,
     text: &str,
+    fields: &mut Fields,
     values: &mut [Parsed],
     strings: &mut [String],
-) -> Result<Vec<String>, (String, Option<&'j str>)> {
-    let Entries(object) = serde_json::from_str(text).map_err(|e| {
+) -> Result<(), (String, Option<&'j str>)> {
+    fields.read(&job.columns, text).map_err(|e| {
         let what = if e.is_eof() {
             "truncated JSON".to_string()
         } else {
@@ -104,20 +109,18 @@ fn decode<'j>(
         (what.replace(" at line 1 ", " at "), None)
     })?;
     // A key given twice is ambiguous (which value was meant?): the record is bad.
-    for (i, (key, _)) in object.iter().enumerate() {
-        if object[..i].iter().any(|(k, _)| k == key) {
-            return Err((format!("duplicate key `{key}`"), None));
-        }
+    if let Some(key) = fields.duplicate.take() {
+        return Err((format!("duplicate key `{key}`"), None));
     }
-    let mut matched = 0;
     for (i, col) in job.columns.iter().enumerate() {
-        let found = object
-            .iter()
-            .find(|(k, _)| *k == col.name.as_str())
-            .map(|(_, v)| *v);
-        matched += usize::from(found.is_some());
-        let raw = found.map(|r| r.get().trim()).unwrap_or("null");
         let fail = |r: String| (format!("column {}: {r}", col.name), Some(col.name.as_str()));
+        let raw = match fields.slots[i] {
+            Some((start, len)) => text
+                .get(start..start + len)
+                .ok_or_else(|| fail("value out of its record".into()))?
+                .trim(),
+            None => "null",
+        };
         values[i] = if raw == "null" {
             if col.required {
                 return Err(fail("NULL in a `not null` column".into()));
@@ -127,18 +130,8 @@ fn decode<'j>(
             json_value(col.ty, raw, &mut strings[i], col.added).map_err(fail)?
         };
     }
-    // Each key matched at most one column: any key left over is one the job does not have.
-    if object.len() > matched {
-        let mut unknown: Vec<String> = object
-            .iter()
-            .map(|(k, _)| k)
-            .filter(|k| !job.columns.iter().any(|c| c.name == **k))
-            .map(|k| k.to_string())
-            .collect();
-        unknown.sort();
-        return Ok(unknown);
-    }
-    Ok(Vec::new())
+    fields.unknown.sort();
+    Ok(())
 }
 
 /// One JSON value as `ty`. `any_value`: a string column that takes non-string values as
@@ -161,7 +154,9 @@ fn json_value(
                 let kind = json_kind(raw);
                 return Err(format!("expected a JSON string, found {kind} `{raw}`"));
             }
-            *string_out = json_string(raw)?;
+            let text = json_text(raw)?;
+            string_out.clear();
+            string_out.push_str(&text);
             if string_out.contains('\0') {
                 return Err(NUL_IN_TEXT.into());
             }
@@ -196,9 +191,15 @@ fn json_kind(raw: &str) -> &'static str {
     }
 }
 
-/// The text of the JSON string `raw`, unescaped.
-fn json_string(raw: &str) -> Result<String, String> {
-    serde_json::from_str::<String>(raw).map_err(|e| format!("invalid JSON string: {e}"))
+/// The text of the JSON string `raw` (a whole string token, already validated by the
+/// record's parse), unescaped; borrowed when it has no escapes.
+fn json_text(raw: &str) -> Result<Cow<'_, str>, String> {
+    match raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        Some(inner) if !inner.contains('\\') => Ok(Cow::Borrowed(inner)),
+        _ => serde_json::from_str::<String>(raw)
+            .map(Cow::Owned)
+            .map_err(|e| format!("invalid JSON string: {e}")),
+    }
 }
 
 /// A JSON string as a date (`ty` is `Date`) or a timestamp (`Timestamp`, `TimestampTz`).
@@ -209,7 +210,7 @@ fn json_date_time(ty: ColumnType, raw: &str) -> Result<Parsed, String> {
             json_kind(raw)
         ));
     }
-    let s = json_string(raw)?;
+    let s = json_text(raw)?;
     if ty == ColumnType::Date {
         parse_date(s.trim().as_bytes())
             .map(Parsed::Date)
@@ -262,30 +263,140 @@ fn json_decimal(raw: &str, precision: u8, scale: i8) -> Result<Parsed, String> {
     parse_decimal(raw, precision, scale).map(Parsed::Dec)
 }
 
-/// The keys and raw values of one JSON object, in order, duplicates kept (a map would keep
-/// only the last of a duplicated key). Keys without escapes are borrowed from the line.
-struct Entries<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+/// Where each column's raw value lies in the record being decoded (offset, length), and
+/// the keys no column has; reused from record to record.
+pub(super) struct Fields {
+    slots: Vec<Option<(usize, usize)>>,
+    unknown: Vec<String>,
+    duplicate: Option<String>,
+}
+
+impl Fields {
+    fn new(columns: usize) -> Self {
+        Fields {
+            slots: vec![None; columns],
+            unknown: Vec::new(),
+            duplicate: None,
+        }
+    }
+
+    /// Parses `text` (one whole JSON object, nothing after it) and locates its values.
+    fn read(&mut self, columns: &[ColumnSpec], text: &str) -> serde_json::Result<()> {
+        self.slots.iter_mut().for_each(|s| *s = None);
+        self.unknown.clear();
+        self.duplicate = None;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let seed = Locate {
+            columns,
+            base: text.as_ptr() as usize,
+            fields: self,
+        };
+        seed.deserialize(&mut de)?;
+        de.end()
+    }
+}
+
+/// The visitor filling [`Fields`]: keys matched to columns where they lie in the line (the
+/// column at the key's own position is tried first), values kept as raw text.
+struct Locate<'s> {
+    columns: &'s [ColumnSpec],
+    base: usize,
+    fields: &'s mut Fields,
+}
 
 /// A borrowed key, when it has no escapes.
 #[derive(Deserialize)]
 struct Key<'a>(#[serde(borrow)] Cow<'a, str>);
 
-impl<'de> Deserialize<'de> for Entries<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ObjectVisitor;
-        impl<'de> Visitor<'de> for ObjectVisitor {
-            type Value = Entries<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a map")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(8));
-                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-                    entries.push((key, map.next_value::<&'de RawValue>()?));
+impl<'de> DeserializeSeed<'de> for Locate<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Locate<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let fields = self.fields;
+        let mut position = 0;
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let raw = map.next_value::<&'de RawValue>()?.get();
+            let span = (raw.as_ptr() as usize).wrapping_sub(self.base);
+            let column = match self.columns.get(position) {
+                Some(c) if c.name == key => Some(position),
+                _ => self.columns.iter().position(|c| c.name == key),
+            };
+            position += 1;
+            let taken = match column {
+                Some(i) => fields.slots[i].replace((span, raw.len())).is_some(),
+                None if fields.unknown.iter().any(|k| *k == key) => true,
+                None => {
+                    fields.unknown.push(key.clone().into_owned());
+                    false
                 }
-                Ok(Entries(entries))
+            };
+            if taken && fields.duplicate.is_none() {
+                fields.duplicate = Some(key.into_owned());
             }
         }
-        deserializer.deserialize_map(ObjectVisitor)
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::{json_text, Fields};
+    use crate::spec::{ColumnSpec, ColumnType};
+
+    fn column(name: &str) -> ColumnSpec {
+        ColumnSpec {
+            name: name.into(),
+            ty: ColumnType::String,
+            required: false,
+            added: false,
+        }
+    }
+
+    #[test]
+    fn values_are_found_by_key_in_any_order_and_repeats_are_caught() {
+        let columns = [column("a"), column("b"), column("c")];
+        let mut fields = Fields::new(columns.len());
+        let line = r#"{"b": 1, "a" : "x\"y", "z": [2], "y": 0, "z": 3}"#;
+        fields.read(&columns, line).unwrap();
+        let value = |i: usize| fields.slots[i].map(|(s, n)| &line[s..s + n]);
+        assert_eq!(value(0), Some(r#""x\"y""#));
+        assert_eq!(value(1), Some("1"));
+        assert_eq!(value(2), None);
+        assert_eq!(fields.unknown, ["z", "y"]);
+        assert_eq!(fields.duplicate.as_deref(), Some("z"));
+
+        // The next record starts clean; a column given twice is a repeat too.
+        fields
+            .read(&columns, r#"{"c": null, "c": "again"}"#)
+            .unwrap();
+        assert_eq!(fields.slots[..2], [None, None]);
+        assert!(fields.unknown.is_empty());
+        assert_eq!(fields.duplicate.as_deref(), Some("c"));
+
+        // Not one whole object: an error, whatever was located before it.
+        assert!(fields.read(&columns, r#"{"a": "1"} {"#).is_err());
+        assert!(fields.read(&columns, r#"{"a": "1""#).unwrap_err().is_eof());
+        assert!(fields.read(&columns, "[1]").is_err());
+    }
+
+    #[test]
+    fn string_text_is_borrowed_unless_escaped() {
+        assert!(matches!(
+            json_text(r#""plain é""#),
+            Ok(Cow::Borrowed("plain é"))
+        ));
+        assert_eq!(json_text(r#""a\"b\\c\u00e9\n""#).unwrap(), "a\"b\\cé\n");
+        assert_eq!(json_text(r#""""#).unwrap(), "");
     }
 }

@@ -10,6 +10,7 @@ mod columns;
 mod csv_source;
 mod discover;
 mod evolve;
+mod json_keys;
 mod json_source;
 mod lanes;
 mod load;
