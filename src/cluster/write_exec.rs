@@ -59,7 +59,7 @@ impl WriteExec {
             Some(keys) if write.parallel => {
                 let schema = Arc::new(DFSchema::try_from(input.schema())?);
                 let props = ExecutionProps::new();
-                // Coerced as a session would (`date_trunc` of a date column casts it).
+                // Coerced as a session would.
                 let simplifier =
                     ExprSimplifier::new(SimplifyContext::default().with_schema(schema.clone()));
                 keys.into_iter()

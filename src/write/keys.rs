@@ -3,14 +3,14 @@
 //! table partition to exactly one writer.
 
 use datafusion::common::Column;
-use datafusion::functions::datetime::expr_fn::date_trunc;
-use datafusion::logical_expr::{lit, Expr};
+use datafusion::logical_expr::Expr;
 use iceberg::spec::Transform;
 
+use super::time_key::{time_key, TimeUnitKey};
 use super::FileLayout;
 
-/// The hash keys of `layout`'s partition spec: a time transform as `date_trunc` of
-/// its column (all rows of one month hash alike), any other field as its source column (rows
+/// The hash keys of `layout`'s partition spec: a time transform as its partition value (all
+/// rows of one month hash alike; [`time_key`]), any other field as its source column (rows
 /// of one value hash alike, so a bucket or truncation is never split more finely than by
 /// value). `None` for an unpartitioned table.
 pub fn partition_keys(layout: &FileLayout) -> Option<Vec<Expr>> {
@@ -23,13 +23,13 @@ pub fn partition_keys(layout: &FileLayout) -> Option<Vec<Expr>> {
             let source = schema.name_by_field_id(field.source_id)?;
             let column = Expr::Column(Column::new_unqualified(source));
             let unit = match field.transform {
-                Transform::Year => "year",
-                Transform::Month => "month",
-                Transform::Day => "day",
-                Transform::Hour => "hour",
+                Transform::Year => TimeUnitKey::Year,
+                Transform::Month => TimeUnitKey::Month,
+                Transform::Day => TimeUnitKey::Day,
+                Transform::Hour => TimeUnitKey::Hour,
                 _ => return Some(column),
             };
-            Some(date_trunc(lit(unit), column))
+            Some(time_key(unit).call(vec![column]))
         })
         .collect();
     (!keys.is_empty()).then_some(keys)

@@ -10,6 +10,7 @@ mod layout;
 mod normalize;
 mod split;
 mod tagged;
+mod time_key;
 
 use std::sync::Arc;
 
