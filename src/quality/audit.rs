@@ -301,7 +301,8 @@ impl Auditor<'_> {
                 };
                 (count, sample)
             }
-            // Counted and sampled in one pass: on object storage each pass reads the table.
+            // `sql` checks: counted and sampled in one pass (on object storage each pass reads
+            // the table).
             None => counted_sample(df, SAMPLE_ROWS).await?,
         };
         let plural = if count == 1 { "" } else { "s" };

@@ -57,8 +57,14 @@ pub(super) fn violations_sql(e: &Expectation) -> Option<String> {
     })
 }
 
-/// A cheaper query counting the violating rows, where the listing query is costly.
+/// A cheaper query counting the violating rows than listing them: it reads only the columns
+/// the check looks at (the listing reads every column), and the rows are then listed only
+/// when there are some, stopping at the sample. `sql` checks have none (they are counted
+/// as listed).
 pub(super) fn count_sql(e: &Expectation) -> Option<String> {
+    if let Some(sql) = row_violations_sql(&e.check, &e.table) {
+        return Some(count_of(&sql));
+    }
     match &e.check {
         Check::Unique { columns } => {
             let cols: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
@@ -70,6 +76,11 @@ pub(super) fn count_sql(e: &Expectation) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// The number of rows the SELECT `sql` lists.
+fn count_of(sql: &str) -> String {
+    format!("SELECT count(*) FROM ({sql})")
 }
 
 /// Groups of rows sharing a key of `columns` that are duplicated and include a row of
@@ -106,7 +117,8 @@ pub(super) fn written_sql(
     written: &TableName,
 ) -> (Option<String>, Option<String>) {
     if let Some(sql) = row_violations_sql(&e.check, written) {
-        return (Some(sql), None);
+        let count = count_of(&sql);
+        return (Some(sql), Some(count));
     }
     let Check::Unique { columns } = &e.check else {
         return (violations_sql(e), count_sql(e));
