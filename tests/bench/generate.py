@@ -2,6 +2,7 @@
 """Synthetic retail data for the benchmark, in exactly the formats of sample-data/retail/.
 
     python3 tests/bench/generate.py N OUT_DIR [--seed 42] [--flat] [--web-share 0.2]
+                                    [--malformed 0.01]
 
 Writes a complete project into OUT_DIR:
 
@@ -20,7 +21,8 @@ Dirt, at roughly these rates per order (at most one kind per order):
   0.3%  non-canonical status (`Shipped`, ` shipped`, `canceled`, ...)
   0.2%  row that breaks a business rule (quantity 0, negative unit price)
   0.1%  malformed line (quantity `two`, price with 3 decimals, wrong field count,
-        broken JSON)
+        broken JSON); with --malformed RATE, RATE of the orders, in five kinds: those three
+        and an impossible timestamp, a customer id that is not a number
   0.5%  exact duplicate line (re-sent later in the same file or in the next day's file)
   1.0%  late arrival (timestamp from an earlier day than the file's)
 Customers: 5% get a later second row (changed country and/or email); some names and
@@ -96,9 +98,19 @@ _BAD_STATUSES = ["Shipped", " shipped", "canceled", "SHIPPED", "Delivered ", "Ca
 P_ORPHAN = 0.010
 P_STATUS = P_ORPHAN + 0.003
 P_INVALID = P_STATUS + 0.002
-P_MALFORMED = P_INVALID + 0.001
+MALFORMED = 0.001  # the default share of malformed lines (--malformed changes it)
+P_MALFORMED = P_INVALID + MALFORMED
 P_DUPLICATE = P_MALFORMED + 0.005
 P_LATE = P_DUPLICATE + 0.010
+
+
+def set_malformed(rate: float) -> None:
+    """Moves the dirt thresholds for `rate` malformed lines (the other rates stay)."""
+    global MALFORMED, P_MALFORMED, P_DUPLICATE, P_LATE
+    MALFORMED = rate
+    P_MALFORMED = P_INVALID + rate
+    P_DUPLICATE = P_MALFORMED + 0.005
+    P_LATE = P_DUPLICATE + 0.010
 
 
 def csv_field(text: str) -> str:
@@ -209,10 +221,17 @@ class OrderMaker:
                         price = "-" + price
                 elif d < P_MALFORMED:
                     malformed = int(rnd() * 3)
+                    # The default rate keeps the three kinds (and the draws) of version 1.
+                    if MALFORMED != 0.001 and rnd() < 0.4:
+                        malformed = 3 + int(rnd() * 2)
                     if malformed == 0:
                         qty_text = '"two"' if fmt == "json" else "two"
                     elif malformed == 1:
                         price = f"{cents // 100}.{cents % 100:02d}5"  # 3 decimals
+                    elif malformed == 3:  # a day and a time that do not exist
+                        ts = day[:8] + "31" + sep + "25:61:00"
+                    elif malformed == 4:
+                        cust = f'"C{cust}"' if fmt == "json" else f"C{cust}"
                 elif d >= P_DUPLICATE and late_days:  # late arrival
                     ts = late_days[int(rnd() * len(late_days))] + sep + CLOCK[sec]
             if fmt == "csv":
@@ -405,6 +424,7 @@ def generate(n: int, out: Path, seed: int) -> dict:
         "version": VERSION,
         "flat": FLAT,
         "web_share": WEB_SHARE,
+        "malformed": MALFORMED,
         "orders": maker.next_id - 1,
         "pos_orders": n_pos,
         "web_orders": n_web,
@@ -427,10 +447,14 @@ def main() -> None:
                     help="the same order volume every month (no November/December peak)")
     ap.add_argument("--web-share", type=float, default=0.2,
                     help="share of the orders written as web JSON Lines (default 0.2)")
+    ap.add_argument("--malformed", type=float, default=0.001,
+                    help="share of the orders written as a malformed line (default 0.001; "
+                         "another rate adds two kinds of malformed line to the three)")
     args = ap.parse_args()
     global FLAT, WEB_SHARE
     FLAT = args.flat
     WEB_SHARE = args.web_share
+    set_malformed(args.malformed)
     if args.n < 1:
         sys.exit("N must be positive")
     info = generate(args.n, args.out_dir.resolve(), args.seed)

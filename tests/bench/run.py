@@ -3,7 +3,7 @@
 
     python3 tests/bench/run.py --sizes 1000000 5000000 20000000 \
         --binary target/release/pipeline --work /tmp/pipeline-bench [--repeat 1] [--seed 42] \
-        [--baseline OLD_BINARY] [--web-share 0.5]
+        [--baseline OLD_BINARY] [--web-share 0.5] [--malformed 0.01]
 
 For each N:
   1. generate N orders into WORK/N with generate.py (skipped when WORK/N/.done records
@@ -92,17 +92,20 @@ def load_json(path: Path):
 # ---------------------------------------------------------------------------------------
 
 
-def ensure_data(n: int, data: Path, seed: int, web_share: float = 0.2) -> dict:
+def ensure_data(n: int, data: Path, seed: int, web_share: float = 0.2,
+                malformed: float = 0.001) -> dict:
     done = load_json(data / ".done")
     if done and done.get("n") == n and done.get("seed") == seed \
             and done.get("version") == generate.VERSION \
-            and done.get("web_share", 0.2) == web_share:
+            and done.get("web_share", 0.2) == web_share \
+            and done.get("malformed", 0.001) == malformed:
         log(f"data: {data} already generated ({done['orders']} orders, {done['files']} files, "
             f"{done['bytes'] / 2**20:.0f} MiB)")
         return done
     log(f"data: generating {n} orders into {data} ...")
     subprocess.run([sys.executable, str(HERE / "generate.py"), str(n), str(data),
-                    "--seed", str(seed), "--web-share", str(web_share)], check=True)
+                    "--seed", str(seed), "--web-share", str(web_share),
+                    "--malformed", str(malformed)], check=True)
     return load_json(data / ".done")
 
 
@@ -279,6 +282,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--web-share", type=float, default=0.2,
                     help="share of orders in web JSON Lines (0.5: the JSON-heavy variant)")
+    ap.add_argument("--malformed", type=float, default=0.001,
+                    help="share of orders written as malformed lines (0.01: the dirty variant)")
     ap.add_argument("--baseline", type=Path, default=None,
                     help="an earlier build of the engine, run alternately with --binary")
     args = ap.parse_args()
@@ -300,6 +305,7 @@ def main() -> None:
         "host": host_info(),
         "seed": args.seed,
         "web_share": args.web_share,
+        "malformed": args.malformed,
         "repeat": args.repeat,
         "sizes": {},
     }
@@ -307,9 +313,12 @@ def main() -> None:
         f"{doc['host']['cpus']} CPUs")
 
     for n in args.sizes:
-        data = work / (str(n) if args.web_share == 0.2 else f"{n}-web{round(args.web_share * 100)}")
+        name = str(n) if args.web_share == 0.2 else f"{n}-web{round(args.web_share * 100)}"
+        if args.malformed != 0.001:
+            name += f"-bad{args.malformed * 100:g}"
+        data = work / name
         log(f"\n== N = {n:,}")
-        entry = {"data": ensure_data(n, data, args.seed, args.web_share)}
+        entry = {"data": ensure_data(n, data, args.seed, args.web_share, args.malformed)}
         refresh_spec(data)
         warm_cache(data)
         engine_runs, duckdb_runs, baseline_runs = [], [], []
