@@ -7,22 +7,40 @@
 //! grouped by index, and each group is taken from the batch once. A literal is built once per
 //! partition of a batch. A batch whose rows all fall into one partition (a daily source file,
 //! a month of a transform's output) passes through without a copy.
+//!
+//! Partition values of identity and time transforms (`year`, `month`, `day`, `hour`) of
+//! top-level columns are computed here by integer arithmetic ([`super::time_key`]), the values
+//! iceberg's transforms give; iceberg's calculator, which goes through a calendar type per row
+//! (1.7 % of a retail run's CPU), computes every other spec.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, UInt32Array};
+use arrow::array::{Array, ArrayRef, AsArray, Date32Array, StructArray, UInt32Array};
 use arrow::compute::take_record_batch;
+use arrow::datatypes::{DataType, Fields};
 use arrow::record_batch::RecordBatch;
 use arrow::row::{RowConverter, SortField};
 use iceberg::arrow::{arrow_struct_to_literal, PartitionValueCalculator};
-use iceberg::spec::{Literal, PartitionKey, PartitionSpec, SchemaRef, StructType};
+use iceberg::spec::{
+    Literal, PartitionKey, PartitionSpec, PrimitiveType, SchemaRef, StructType, Transform, Type,
+};
 
+use super::time_key::{keys, TimeUnitKey};
 use crate::error::{Error, Result};
+
+/// How one partition field's values are computed here: from the batch's column `column`,
+/// as it is (`unit` None: identity) or as a time transform's key.
+struct FastField {
+    column: usize,
+    unit: Option<TimeUnitKey>,
+}
 
 /// Splits batches by a table's partition spec into `(partition, rows)` pairs.
 pub struct PartitionSplitter {
     calculator: PartitionValueCalculator,
+    /// Set when every partition field is computed here (see the module's doc).
+    fast: Option<(Vec<FastField>, Fields)>,
     partition_type: StructType,
     spec: PartitionSpec,
     schema: SchemaRef,
@@ -45,8 +63,10 @@ impl PartitionSplitter {
                 .map(|f| SortField::new(f.data_type().clone()))
                 .collect(),
         )?;
+        let fast = fast_fields(&schema, &spec).map(|f| (f, fields.clone()));
         Ok(PartitionSplitter {
             calculator,
+            fast,
             partition_type,
             spec,
             schema,
@@ -61,7 +81,10 @@ impl PartitionSplitter {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let values = self.calculator.calculate(batch)?;
+        let values = match &self.fast {
+            Some((fields, types)) => fast_values(batch, fields, types)?,
+            None => self.calculator.calculate(batch)?,
+        };
         let columns = values.as_struct().columns().to_vec();
         let rows = self.converter.convert_columns(&columns)?;
         let first = rows.row(0);
@@ -100,6 +123,67 @@ impl PartitionSplitter {
             )),
         }
     }
+}
+
+/// How every field of `spec` is computed here, or `None` when one is not an identity or time
+/// transform of a top-level column of a type iceberg's transform takes.
+fn fast_fields(schema: &SchemaRef, spec: &PartitionSpec) -> Option<Vec<FastField>> {
+    let top = schema.as_struct().fields();
+    spec.fields()
+        .iter()
+        .map(|pf| {
+            let column = top.iter().position(|f| f.id == pf.source_id)?;
+            let Type::Primitive(source) = top[column].field_type.as_ref() else {
+                return None;
+            };
+            let unit = match pf.transform {
+                Transform::Identity => return Some(FastField { column, unit: None }),
+                Transform::Year => TimeUnitKey::Year,
+                Transform::Month => TimeUnitKey::Month,
+                Transform::Day => TimeUnitKey::Day,
+                Transform::Hour => TimeUnitKey::Hour,
+                _ => return None,
+            };
+            let takes = match source {
+                PrimitiveType::Date => unit != TimeUnitKey::Hour,
+                PrimitiveType::Timestamp | PrimitiveType::Timestamptz => true,
+                PrimitiveType::TimestampNs | PrimitiveType::TimestamptzNs => {
+                    unit != TimeUnitKey::Hour
+                }
+                _ => false,
+            };
+            takes.then_some(FastField {
+                column,
+                unit: Some(unit),
+            })
+        })
+        .collect()
+}
+
+/// The partition values of every row of `batch` (a struct of `types`), as iceberg's
+/// calculator gives them: a `day` as a date, `year`, `month` and `hour` as integers.
+fn fast_values(batch: &RecordBatch, fields: &[FastField], types: &Fields) -> Result<ArrayRef> {
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(fields.len());
+    for (field, ty) in fields.iter().zip(types.iter()) {
+        let source = batch.column(field.column);
+        let Some(unit) = field.unit else {
+            columns.push(source.clone());
+            continue;
+        };
+        let values = keys(unit, source)?;
+        columns.push(match ty.data_type() {
+            DataType::Date32 => {
+                let (_, values, nulls) = values.into_parts();
+                Arc::new(Date32Array::new(values, nulls))
+            }
+            _ => Arc::new(values),
+        });
+    }
+    Ok(Arc::new(StructArray::try_new(
+        types.clone(),
+        columns,
+        None,
+    )?))
 }
 
 #[cfg(test)]
@@ -214,5 +298,98 @@ mod tests {
         assert_eq!(parts.len(), 1);
         assert_eq!(ids(&parts[0].1), vec![0, 1, 2]);
         assert!(splitter.split(&b.slice(0, 0)).unwrap().is_empty());
+    }
+
+    /// Partition values computed here equal iceberg's calculator's for every time transform
+    /// of every time type it takes (and identity), nulls and dates before 1970 included;
+    /// other transforms are left to the calculator.
+    #[test]
+    fn computes_the_values_icebergs_calculator_computes() {
+        use arrow::array::{Date32Array, TimestampNanosecondArray};
+        let schema: SchemaRef = Arc::new(
+            Schema::builder()
+                .with_fields(vec![
+                    NestedField::optional(1, "ts", Type::Primitive(PrimitiveType::Timestamp))
+                        .into(),
+                    NestedField::optional(2, "tz", Type::Primitive(PrimitiveType::Timestamptz))
+                        .into(),
+                    NestedField::optional(3, "d", Type::Primitive(PrimitiveType::Date)).into(),
+                    NestedField::optional(4, "ns", Type::Primitive(PrimitiveType::TimestampNs))
+                        .into(),
+                    NestedField::optional(5, "shop", Type::Primitive(PrimitiveType::String)).into(),
+                ])
+                .build()
+                .unwrap(),
+        );
+        let days: Vec<Option<i32>> = (-30_000..30_000)
+            .step_by(61)
+            .map(Some)
+            .chain([None, Some(-1), Some(0), Some(59), Some(60)])
+            .collect();
+        let micros: Vec<Option<i64>> = days
+            .iter()
+            .map(|d| d.map(|d| i64::from(d) * 86_400_000_000 + i64::from(d % 7) * 3_600_000_001))
+            .collect();
+        let arrow_schema = Arc::new(schema_to_arrow_schema(&schema).unwrap());
+        let b = RecordBatch::try_new(
+            arrow_schema,
+            vec![
+                Arc::new(TimestampMicrosecondArray::from(micros.clone())),
+                Arc::new(TimestampMicrosecondArray::from(micros.clone()).with_timezone("+00:00")),
+                Arc::new(Date32Array::from(days.clone())),
+                Arc::new(TimestampNanosecondArray::from(
+                    micros
+                        .iter()
+                        .map(|m| m.map(|m| m * 1000 - 1))
+                        .collect::<Vec<_>>(),
+                )),
+                Arc::new(StringArray::from_iter(
+                    days.iter().map(|d| d.map(|d| format!("s{}", d % 3))),
+                )),
+            ],
+        )
+        .unwrap();
+        let times = [
+            Transform::Year,
+            Transform::Month,
+            Transform::Day,
+            Transform::Hour,
+        ];
+        let mut fast = 0;
+        for (source, transforms) in [
+            ("ts", &times[..]),
+            ("tz", &times[..]),
+            ("d", &times[..3]),
+            ("ns", &times[..3]),
+        ] {
+            for t in transforms {
+                let spec = PartitionSpec::builder(schema.clone())
+                    .add_partition_field(source, "p", *t)
+                    .unwrap()
+                    .add_partition_field("shop", "shop", Transform::Identity)
+                    .unwrap()
+                    .build()
+                    .unwrap();
+                let splitter = PartitionSplitter::new(schema.clone(), spec.clone()).unwrap();
+                let (fields, types) = splitter.fast.as_ref().expect("computed here");
+                let ours = fast_values(&b, fields, types).unwrap();
+                let theirs = PartitionValueCalculator::try_new(&spec, &schema)
+                    .unwrap()
+                    .calculate(&b)
+                    .unwrap();
+                assert_eq!(ours.as_ref(), theirs.as_ref(), "{t} of {source}");
+                fast += 1;
+            }
+        }
+        assert_eq!(fast, 14);
+        for (source, t) in [("shop", Transform::Bucket(4)), ("ts", Transform::Bucket(8))] {
+            let spec = PartitionSpec::builder(schema.clone())
+                .add_partition_field(source, "p", t)
+                .unwrap()
+                .build()
+                .unwrap();
+            let splitter = PartitionSplitter::new(schema.clone(), spec).unwrap();
+            assert!(splitter.fast.is_none(), "{t} of {source} is iceberg's");
+        }
     }
 }

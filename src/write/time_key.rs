@@ -77,7 +77,7 @@ const MICROS_PER_HOUR: i64 = 3_600_000_000;
 const MICROS_PER_DAY: i64 = 24 * MICROS_PER_HOUR;
 
 /// `unit`'s partition value of every value of `array` (a date or a timestamp).
-fn keys(unit: TimeUnitKey, array: &ArrayRef) -> Result<Int32Array> {
+pub(super) fn keys(unit: TimeUnitKey, array: &ArrayRef) -> Result<Int32Array> {
     let of_micros = |m: i64| micros_key(unit, m);
     Ok(match array.data_type() {
         DataType::Date32 => array

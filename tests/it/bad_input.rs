@@ -292,3 +292,69 @@ fn text_with_a_nul_byte_is_a_bad_record() {
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert!(bad[0][1].as_ref().unwrap().contains("NUL byte"), "{bad:?}");
 }
+
+/// New keys spread over several JSON Lines files (loaded by parallel lanes) become columns
+/// in the order first seen (file by file, line by line), rows without them NULL; every row is
+/// loaded once (a bad line quarantined once), the run's counts are those of one load, and the
+/// successful run leaves no file the tables do not reference.
+#[test]
+fn new_json_keys_across_files_add_their_columns_and_load_every_row_once() {
+    let p = json_adding_columns("quarantine", b"");
+    std::fs::remove_file(p.path().join("data/f.jsonl")).unwrap();
+    let mut expected = Vec::new();
+    let mut id = 0;
+    for f in 1..=6 {
+        let mut text = String::new();
+        for line in 1..=400 {
+            id += 1;
+            let mut record = format!("{{\"id\": {id}, \"name\": \"n{id}\"");
+            // `zone` first appears in file 4 line 10, `channel` in file 4 line 11 and
+            // `coupon` in file 5: columns zone, channel, coupon.
+            let zone = (f == 4 && line >= 10 || f == 6).then(|| format!("z{id}"));
+            let channel = (f == 4 && line == 11).then(|| "web".to_string());
+            let coupon = (f == 5 && line % 2 == 0).then(|| format!("c{id}"));
+            for (key, value) in [("channel", &channel), ("zone", &zone), ("coupon", &coupon)] {
+                if let Some(v) = value {
+                    record.push_str(&format!(", \"{key}\": \"{v}\""));
+                }
+            }
+            record.push('}');
+            if f == 2 && line == 7 || f == 6 && line == 400 {
+                record.truncate(record.len() - 2); // cut short: quarantined
+                id -= 1;
+            } else {
+                expected.push(vec![
+                    Some(id.to_string()),
+                    zone.clone(),
+                    channel.clone(),
+                    coupon.clone(),
+                ]);
+            }
+            text.push_str(&record);
+            text.push('\n');
+        }
+        p.write(&format!("data/f{f}.jsonl"), &text);
+    }
+    let report = p.json(&["run", "p"]);
+    let job = &report["jobs"][0];
+    assert_eq!(
+        job["action"].as_str(),
+        Some("append; columns added: zone, channel, coupon"),
+        "{job}"
+    );
+    assert_eq!(job["rows_in"], 2400, "{job}");
+    assert_eq!(job["rows_out"], 2398, "{job}");
+    assert_eq!(job["quarantined"], 2, "{job}");
+    let got = p.query("SELECT id, zone, channel, coupon FROM bronze.t ORDER BY id");
+    assert_eq!(got.len(), expected.len());
+    assert_eq!(got, expected);
+    assert_eq!(
+        p.query("SELECT source_file, line FROM bronze.t__quarantine ORDER BY source_file"),
+        vec![
+            vec![cell("data/f2.jsonl"), cell("7")],
+            vec![cell("data/f6.jsonl"), cell("400")],
+        ]
+    );
+    let orphans = p.json(&["orphans", "--older-than", "0"]);
+    assert_eq!(orphans["orphans"], serde_json::json!([]), "{orphans}");
+}
