@@ -112,6 +112,35 @@ fn field(record: &csv::ByteRecord, i: usize, end: LineEnd) -> &[u8] {
     }
 }
 
+/// The text of field `i` (as [`field`] cuts it) when `whole` is [`record_text`]'s `Some`;
+/// otherwise checked on its own: `None` when it is not UTF-8.
+fn field_text<'r>(
+    record: &'r csv::ByteRecord,
+    whole: Option<&'r str>,
+    i: usize,
+    end: LineEnd,
+) -> Option<&'r str> {
+    let bytes = field(record, i, end);
+    match (whole, record.range(i)) {
+        (Some(all), Some(range)) => all.get(range.start..range.start + bytes.len()),
+        _ => std::str::from_utf8(bytes).ok(),
+    }
+}
+
+/// The bytes of all of `record`'s fields as one text, when they are UTF-8 with no NUL byte and
+/// every field starts and ends on a character boundary (then each field is UTF-8 by itself):
+/// one check per record instead of one per field and use. `None` otherwise (the caller checks
+/// field by field, and only the fields it loads).
+fn record_text(record: &csv::ByteRecord) -> Option<&str> {
+    let all = std::str::from_utf8(record.as_slice()).ok()?;
+    let cut_at_chars = (0..record.len()).all(|i| {
+        record
+            .range(i)
+            .is_some_and(|r| all.is_char_boundary(r.start) && all.is_char_boundary(r.end))
+    });
+    (cut_at_chars && memchr::memchr(0, all.as_bytes()).is_none()).then_some(all)
+}
+
 /// A line holding nothing but its `\r\n` ending.
 fn is_blank(record: &csv::ByteRecord, end: LineEnd) -> bool {
     end == LineEnd::Newline && record.len() == 1 && &record[0] == b"\r"
@@ -162,11 +191,13 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
             Some(p) => (numbers.line(p), p.byte()),
             None => (0, 0),
         };
-        match decode(job, &record, end, &positions, expected_fields, &mut values) {
+        let whole = record_text(&record);
+        let fields = (&record, whole, end);
+        match decode(job, fields, &positions, expected_fields, &mut values) {
             Ok(()) => sink.good(&values, line, |i| {
                 // String columns were checked to be UTF-8 by `decode`.
                 positions[i]
-                    .and_then(|p| std::str::from_utf8(field(&record, p, end)).ok())
+                    .and_then(|p| field_text(&record, whole, p, end))
                     .unwrap_or_default()
             })?,
             Err((reason, column)) => {
@@ -262,10 +293,11 @@ fn header_positions(
     Ok(())
 }
 
+/// Decodes the loaded fields of one record (with its [`record_text`] and line ending) into
+/// `values`; the first bad one is the error, with its column.
 fn decode<'j>(
     job: &'j IngestJob,
-    record: &csv::ByteRecord,
-    end: LineEnd,
+    (record, whole, end): (&csv::ByteRecord, Option<&str>, LineEnd),
     positions: &[Option<usize>],
     expected_fields: usize,
     values: &mut [Parsed],
@@ -281,14 +313,13 @@ fn decode<'j>(
             values[i] = Parsed::Null;
             continue;
         };
-        let bytes = field(record, position, end);
-        let text = std::str::from_utf8(bytes).map_err(|_| {
+        let text = field_text(record, whole, position, end).ok_or_else(|| {
             (
                 format!("column {}: invalid UTF-8", col.name),
                 Some(col.name.as_str()),
             )
         })?;
-        if bytes.contains(&0) {
+        if whole.is_none() && text.as_bytes().contains(&0) {
             return Err((
                 format!("column {}: {NUL_IN_TEXT}", col.name),
                 Some(col.name.as_str()),
@@ -331,5 +362,56 @@ fn csv_error(path: &Path, e: csv::Error) -> Error {
         file: path.to_path_buf(),
         line,
         reason: format!("unreadable CSV: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{field_text, record_text, LineEnd};
+
+    fn record(fields: &[&[u8]]) -> csv::ByteRecord {
+        csv::ByteRecord::from(fields.to_vec())
+    }
+
+    /// The whole-record check gives each field exactly the text a check of that field alone
+    /// gives, and gives up (so fields are checked one by one) on anything else.
+    #[test]
+    fn one_check_per_record_agrees_with_checking_each_field() {
+        let cases: &[&[&[u8]]] = &[
+            &[b"1", b"caf\xc3\xa9", b"x\r"],
+            &[b"", b"\xe2\x82\xac", b""],
+            // A character cut in two by the field boundary: UTF-8 when joined, not apart.
+            &[b"a\xc3", b"\xa9b"],
+            &[b"ok", b"nul\x00here"],
+            &[b"bad\xff", b"ok"],
+        ];
+        for fields in cases {
+            let r = record(fields);
+            let whole = record_text(&r);
+            let each_ok = fields
+                .iter()
+                .all(|f| std::str::from_utf8(f).is_ok() && !f.contains(&0));
+            assert_eq!(whole.is_some(), each_ok, "{fields:?}");
+            for end in [LineEnd::Newline, LineEnd::CarriageReturn] {
+                for i in 0..fields.len() {
+                    let alone = field_text(&r, None, i, end);
+                    assert_eq!(field_text(&r, whole, i, end), alone, "{fields:?} {i}");
+                }
+            }
+        }
+        let r = record(&[b"1", b"x\r"]);
+        assert_eq!(
+            field_text(&r, record_text(&r), 1, LineEnd::Newline),
+            Some("x")
+        );
+        assert_eq!(
+            field_text(&r, record_text(&r), 1, LineEnd::CarriageReturn),
+            Some("x\r")
+        );
+        let cut = record(&[b"a\xc3", b"\xa9b"]);
+        assert_eq!(
+            field_text(&cut, record_text(&cut), 0, LineEnd::Newline),
+            None
+        );
     }
 }
