@@ -115,10 +115,11 @@ fn decode<'j>(
     for (i, col) in job.columns.iter().enumerate() {
         let fail = |r: String| (format!("column {}: {r}", col.name), Some(col.name.as_str()));
         let raw = match fields.slots[i] {
+            // JSON's whitespace is ASCII: outside a string no other kind can border a value.
             Some((start, len)) => text
                 .get(start..start + len)
                 .ok_or_else(|| fail("value out of its record".into()))?
-                .trim(),
+                .trim_ascii(),
             None => "null",
         };
         values[i] = if raw == "null" {
