@@ -192,8 +192,15 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
             None => (0, 0),
         };
         let whole = record_text(&record);
-        let fields = (&record, whole, end);
-        match decode(job, fields, &positions, expected_fields, &mut values) {
+        match decode(
+            job,
+            &record,
+            whole,
+            end,
+            &positions,
+            expected_fields,
+            &mut values,
+        ) {
             Ok(()) => sink.good(&values, line, |i| {
                 // String columns were checked to be UTF-8 by `decode`.
                 positions[i]
@@ -297,7 +304,9 @@ fn header_positions(
 /// `values`; the first bad one is the error, with its column.
 fn decode<'j>(
     job: &'j IngestJob,
-    (record, whole, end): (&csv::ByteRecord, Option<&str>, LineEnd),
+    record: &csv::ByteRecord,
+    whole: Option<&str>,
+    end: LineEnd,
     positions: &[Option<usize>],
     expected_fields: usize,
     values: &mut [Parsed],

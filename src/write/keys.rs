@@ -4,7 +4,6 @@
 
 use datafusion::common::Column;
 use datafusion::logical_expr::Expr;
-use iceberg::spec::Transform;
 
 use super::time_key::{time_key, TimeUnitKey};
 use super::FileLayout;
@@ -22,14 +21,10 @@ pub fn partition_keys(layout: &FileLayout) -> Option<Vec<Expr>> {
         .filter_map(|field| {
             let source = schema.name_by_field_id(field.source_id)?;
             let column = Expr::Column(Column::new_unqualified(source));
-            let unit = match field.transform {
-                Transform::Year => TimeUnitKey::Year,
-                Transform::Month => TimeUnitKey::Month,
-                Transform::Day => TimeUnitKey::Day,
-                Transform::Hour => TimeUnitKey::Hour,
-                _ => return Some(column),
-            };
-            Some(time_key(unit).call(vec![column]))
+            Some(match TimeUnitKey::of(&field.transform) {
+                Some(unit) => time_key(unit).call(vec![column]),
+                None => column,
+            })
         })
         .collect();
     (!keys.is_empty()).then_some(keys)

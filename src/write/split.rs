@@ -136,18 +136,14 @@ fn fast_fields(schema: &SchemaRef, spec: &PartitionSpec) -> Option<Vec<FastField
             let Type::Primitive(source) = top[column].field_type.as_ref() else {
                 return None;
             };
-            let unit = match pf.transform {
-                Transform::Identity => return Some(FastField { column, unit: None }),
-                Transform::Year => TimeUnitKey::Year,
-                Transform::Month => TimeUnitKey::Month,
-                Transform::Day => TimeUnitKey::Day,
-                Transform::Hour => TimeUnitKey::Hour,
-                _ => return None,
-            };
+            if pf.transform == Transform::Identity {
+                return Some(FastField { column, unit: None });
+            }
+            let unit = TimeUnitKey::of(&pf.transform)?;
+            // iceberg 0.10 has no hour of a date nor of a nanosecond timestamp.
             let takes = match source {
-                PrimitiveType::Date => unit != TimeUnitKey::Hour,
                 PrimitiveType::Timestamp | PrimitiveType::Timestamptz => true,
-                PrimitiveType::TimestampNs | PrimitiveType::TimestamptzNs => {
+                PrimitiveType::Date | PrimitiveType::TimestampNs | PrimitiveType::TimestamptzNs => {
                     unit != TimeUnitKey::Hour
                 }
                 _ => false,

@@ -16,6 +16,7 @@ use datafusion::common::{exec_err, Result};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
+use iceberg::spec::Transform;
 
 /// A time transform's unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -24,6 +25,19 @@ pub enum TimeUnitKey {
     Month,
     Day,
     Hour,
+}
+
+impl TimeUnitKey {
+    /// The unit of a time transform; `None` for any other transform.
+    pub fn of(transform: &Transform) -> Option<TimeUnitKey> {
+        match transform {
+            Transform::Year => Some(TimeUnitKey::Year),
+            Transform::Month => Some(TimeUnitKey::Month),
+            Transform::Day => Some(TimeUnitKey::Day),
+            Transform::Hour => Some(TimeUnitKey::Hour),
+            _ => None,
+        }
+    }
 }
 
 /// `unit` of a date or timestamp argument, as Iceberg's partition value (an `Int32`; NULL
@@ -146,7 +160,6 @@ fn civil_from_days(days: i64) -> (i64, u32) {
 mod tests {
     use super::*;
     use arrow::array::{Date32Array, TimestampMicrosecondArray, TimestampNanosecondArray};
-    use iceberg::spec::Transform;
     use iceberg::transform::create_transform_function;
 
     /// Agrees with iceberg's own transforms, row for row, nulls included, across centuries,
