@@ -81,7 +81,7 @@ pub use range::PartitionRange;
 pub use replaced::{data_changes, only_replaced_since};
 pub use staged::{StagedTable, WriteMode};
 pub use target::{
-    has_words, prepare_target, prepare_target_from, schema_of, DesiredColumn, Evolution,
-    TableTarget,
+    has_words, prepare_target, prepare_target_from, schema_of, widen_unpublished, DesiredColumn,
+    Evolution, TableTarget,
 };
 pub use widen::{type_change, TypeChange, WIDENINGS};

@@ -161,6 +161,39 @@ pub async fn prepare_target_from(
     })
 }
 
+/// `target`, a table the run's publish creates (no base location), with `columns` (its own
+/// and more, in the order the table lists them): a column it had keeps its field id, a new one
+/// gets the next id, so data files already written for `target` stay exact (a file without a
+/// column reads NULL in it). The partition spec is kept (it names columns `target` had).
+pub fn widen_unpublished(
+    target: &TableTarget,
+    columns: &[DesiredColumn],
+    docs: &TableDocs,
+) -> Result<TableTarget> {
+    if target.base_location.is_some() {
+        return Err(Error::Internal(format!(
+            "{} exists: widen it with prepare_target",
+            target.table
+        )));
+    }
+    let current = &target.metadata;
+    let evolution = Evolution::Append { declared_in: None };
+    let ids = kept_field_ids(&target.table, current.current_schema(), columns, &evolution)?;
+    let schema = schema_with_ids(columns, &ids, current.last_column_id(), docs)?;
+    let metadata = current
+        .clone()
+        .into_builder(None)
+        .add_current_schema(schema)?
+        .build()?
+        .metadata;
+    Ok(TableTarget {
+        table: target.table.clone(),
+        base_location: None,
+        metadata,
+        reshaped: true,
+    })
+}
+
 /// A table [`prepare_target_from`] found missing, as it prepared its creation.
 enum Created {
     /// The embedded catalog's: created when the run publishes; the target is its first

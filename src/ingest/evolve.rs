@@ -6,14 +6,14 @@
 //! bronze table never loses a column.
 
 use std::collections::BTreeSet;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::io::BufRead;
+use std::path::Path;
 
 use iceberg::spec::TableMetadata;
 use serde::de::IgnoredAny;
 
 use super::json_keys::object_keys;
+use super::part::Part;
 use crate::error::{Error, Result};
 use crate::spec::{ColumnSpec, ColumnType, Format, IngestJob, LINEAGE_COLUMNS};
 
@@ -50,10 +50,10 @@ type FileColumns = (usize, Vec<(String, u64)>);
 /// thousands of columns to add.
 pub const MAX_ADDED_COLUMNS: usize = 500;
 
-/// Adds to `job` (as string columns) every column of `files` it does not have, in the order
-/// first seen; returns their names. More than [`MAX_ADDED_COLUMNS`] is an error naming the
-/// file and line where the limit was passed.
-pub fn add_new_columns(job: &mut IngestJob, files: &[PathBuf]) -> Result<Vec<String>> {
+/// Adds to `job` (as string columns) every column of `files` (each read from its start) it
+/// does not have, in the order first seen; returns their names. More than
+/// [`MAX_ADDED_COLUMNS`] is an error naming the file and line where the limit was passed.
+pub fn add_new_columns(job: &mut IngestJob, files: &[Part]) -> Result<Vec<String>> {
     // Files are scanned in parallel (one thread per core), then merged in file order.
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -69,7 +69,7 @@ pub fn add_new_columns(job: &mut IngestJob, files: &[PathBuf]) -> Result<Vec<Str
                         .enumerate()
                         .skip(t)
                         .step_by(threads)
-                        .map(|(i, path)| Ok((i, file_columns(job, path)?)))
+                        .map(|(i, part)| Ok((i, file_columns(job, part)?)))
                         .collect::<Result<Vec<_>>>()
                 })
             })
@@ -97,7 +97,7 @@ pub fn add_new_columns(job: &mut IngestJob, files: &[PathBuf]) -> Result<Vec<Str
             }
             if found.len() == MAX_ADDED_COLUMNS {
                 return Err(Error::BadRecord {
-                    file: files[i].clone(),
+                    file: files[i].path.clone(),
                     line,
                     reason: format!(
                         "key `{name}` would be column {} added to {} in this run (schema_evolution = \"add_columns\"); at most {MAX_ADDED_COLUMNS} are added at once: declare the keys you want in the schema and set schema_evolution = \"ignore\" for the rest, or fix the file",
@@ -122,11 +122,11 @@ pub fn add_new_columns(job: &mut IngestJob, files: &[PathBuf]) -> Result<Vec<Str
 }
 
 /// The column names a source file has, with the line each was first seen on: its CSV header
-/// (line 1), or every key of its JSON objects. Lines that are not objects, or not UTF-8, are
-/// the loader's to report (with their line, or to quarantine); a byte-order mark is skipped.
-fn file_columns(job: &IngestJob, path: &Path) -> Result<Vec<(String, u64)>> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let reader = BufReader::with_capacity(1 << 20, file);
+/// (line 1), or every key of its JSON objects from the part's start. Lines that are not
+/// objects, or not UTF-8, are the loader's to report (with their line, or to quarantine); a
+/// byte-order mark is skipped.
+fn file_columns(job: &IngestJob, part: &Part) -> Result<Vec<(String, u64)>> {
+    let reader = part.open()?;
     match job.format {
         Format::Csv => {
             let mut csv = csv::ReaderBuilder::new()
@@ -147,16 +147,22 @@ fn file_columns(job: &IngestJob, path: &Path) -> Result<Vec<(String, u64)>> {
                 Vec::new()
             })
         }
-        Format::Json => json_columns(path, reader),
+        Format::Json => json_columns(&part.path, reader, part.start.lines_before),
     }
 }
 
-/// Every key of a JSON Lines file's objects, with the line each was first seen on.
-fn json_columns(path: &Path, mut reader: impl BufRead) -> Result<Vec<(String, u64)>> {
+/// Every key of a JSON Lines file's objects (read after its first `lines_before` lines), with
+/// the line each was first seen on. Only records that parse whole count: a broken line adds
+/// none, as the loader adds no value from it.
+fn json_columns(
+    path: &Path,
+    mut reader: impl BufRead,
+    lines_before: u64,
+) -> Result<Vec<(String, u64)>> {
     let mut names = Vec::new();
     let mut seen = BTreeSet::new();
     let mut line = Vec::new();
-    let mut line_no = 0u64;
+    let mut line_no = lines_before;
     let mut spans = Vec::new();
     let mut last: Vec<String> = Vec::new();
     loop {
@@ -193,7 +199,7 @@ fn json_columns(path: &Path, mut reader: impl BufRead) -> Result<Vec<(String, u6
             seen: &seen,
             out: &mut keys,
         };
-        if serde::Deserializer::deserialize_map(&mut de, visitor).is_err() {
+        if serde::Deserializer::deserialize_map(&mut de, visitor).is_err() || de.end().is_err() {
             continue;
         }
         last.clear();
@@ -318,12 +324,25 @@ mod tests {
             r#"{"a\"x": 10}"#,
             r#"{"e": {"f": 11}, "a": 12}"#,
             r#"not json, "g": 1}"#,
+            r#"{"h": 1} {"#,
             r#"{"c": 13}"#,
+            r#"{"i": 14}"#,
         ]
         .join("\n");
-        let found = json_columns(Path::new("t.jsonl"), file.as_bytes()).unwrap();
-        let want = [("a", 1), ("b", 1), ("c", 4), ("a\"x", 6), ("e", 7)];
+        let found = json_columns(Path::new("t.jsonl"), file.as_bytes(), 0).unwrap();
+        let want = [
+            ("a", 1),
+            ("b", 1),
+            ("c", 4),
+            ("a\"x", 6),
+            ("e", 7),
+            ("i", 11),
+        ];
         let want: Vec<(String, u64)> = want.iter().map(|(k, l)| (k.to_string(), *l)).collect();
         assert_eq!(found, want);
+        // Read from a line on, lines keep their numbers in the whole file.
+        let tail = file.split('\n').skip(9).collect::<Vec<_>>().join("\n");
+        let found = json_columns(Path::new("t.jsonl"), tail.as_bytes(), 9).unwrap();
+        assert_eq!(found, [("c".to_string(), 10), ("i".to_string(), 11)]);
     }
 }

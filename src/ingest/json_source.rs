@@ -3,27 +3,35 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::io::BufRead;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::evolve::{reserved_error, undeclared_error};
+use super::part::{Part, Start};
 use super::sink::RecordSink;
 use super::values::NUL_IN_TEXT;
 use super::values::{parse_date, parse_decimal, parse_integer, parse_timestamp, Parsed};
 use crate::error::{Error, Result};
 use crate::spec::{ColumnSpec, ColumnType, IngestJob, SchemaEvolution, LINEAGE_COLUMNS};
 
-/// Reads one JSON Lines file into the sink.
-pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<()> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
+/// Reads one JSON Lines file (from `part`'s start) into the sink. With `stop_at_new_keys`
+/// (`schema_evolution = "add_columns"`), stops before the first record that parses as an
+/// object with a key the job has no column for (lineage names aside) and returns where that
+/// record starts: every record before it was read whole, none from it on.
+pub fn read_json(
+    job: &IngestJob,
+    part: &Part,
+    stop_at_new_keys: bool,
+    sink: &mut RecordSink,
+) -> Result<Option<Start>> {
+    let path = part.path.as_path();
+    let mut reader = part.open()?;
     let mut buf = Vec::new();
-    let mut line_no = 0u64;
+    let mut line_no = part.start.lines_before;
+    let mut offset = part.start.offset;
     let n = job.columns.len();
     let mut values = vec![Parsed::Null; n];
     let mut strings: Vec<String> = vec![String::new(); n];
@@ -37,6 +45,11 @@ pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<
         if read == 0 {
             break;
         }
+        let line_start = Start {
+            offset,
+            lines_before: line_no,
+        };
+        offset += read as u64;
         line_no += 1;
         while matches!(buf.last(), Some(b'\n' | b'\r')) {
             buf.pop();
@@ -61,19 +74,12 @@ pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<
             Ok(()) if fields.unknown.is_empty() => {
                 sink.good(&values, line_no, |i| strings[i].as_str())?
             }
+            Ok(()) | Err(_) if stop_at_new_keys && fields.has_new_key() => {
+                return Ok(Some(line_start));
+            }
             Ok(()) => {
                 let unknown = std::mem::take(&mut fields.unknown);
-                if let Some(reserved) = unknown
-                    .iter()
-                    .find(|k| LINEAGE_COLUMNS.contains(&k.as_str()))
-                {
-                    return Err(reserved_error(path, line_no, reserved));
-                }
-                if job.schema_evolution != SchemaEvolution::Ignore {
-                    let names: Vec<&str> = unknown.iter().map(String::as_str).collect();
-                    return Err(undeclared_error(job, path, line_no, &names));
-                }
-                ignored.extend(unknown);
+                ignored.extend(keys_to_ignore(job, path, line_no, unknown)?);
                 sink.good(&values, line_no, |i| strings[i].as_str())?
             }
             Err((reason, column)) => sink.bad(path, line_no, text, reason, column)?,
@@ -87,7 +93,29 @@ pub fn read_json(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<
             ignored.into_iter().collect::<Vec<_>>().join(", ")
         );
     }
-    Ok(())
+    Ok(None)
+}
+
+/// The keys of record `line` the job has no column for, when they may be left out
+/// (`schema_evolution = "ignore"`); else the error they are (a lineage column's name is one
+/// under any policy).
+fn keys_to_ignore(
+    job: &IngestJob,
+    path: &std::path::Path,
+    line: u64,
+    unknown: Vec<String>,
+) -> Result<Vec<String>> {
+    if let Some(reserved) = unknown
+        .iter()
+        .find(|k| LINEAGE_COLUMNS.contains(&k.as_str()))
+    {
+        return Err(reserved_error(path, line, reserved));
+    }
+    if job.schema_evolution != SchemaEvolution::Ignore {
+        let names: Vec<&str> = unknown.iter().map(String::as_str).collect();
+        return Err(undeclared_error(job, path, line, &names));
+    }
+    Ok(unknown)
 }
 
 /// Decodes one JSON object into `values`; leaves in `fields.unknown` (sorted) the keys the
@@ -270,6 +298,8 @@ pub(super) struct Fields {
     slots: Vec<Option<(usize, usize)>>,
     unknown: Vec<String>,
     duplicate: Option<String>,
+    /// Whether the last `read` parsed its record whole.
+    parsed: bool,
 }
 
 impl Fields {
@@ -278,7 +308,18 @@ impl Fields {
             slots: vec![None; columns],
             unknown: Vec::new(),
             duplicate: None,
+            parsed: false,
         }
+    }
+
+    /// Whether the record last read parsed whole and has a key no column has that is not a
+    /// lineage column's name (those are refused, not added).
+    fn has_new_key(&self) -> bool {
+        self.parsed
+            && self
+                .unknown
+                .iter()
+                .any(|k| !LINEAGE_COLUMNS.contains(&k.as_str()))
     }
 
     /// Parses `text` (one whole JSON object, nothing after it) and locates its values.
@@ -286,6 +327,7 @@ impl Fields {
         self.slots.iter_mut().for_each(|s| *s = None);
         self.unknown.clear();
         self.duplicate = None;
+        self.parsed = false;
         let mut de = serde_json::Deserializer::from_str(text);
         let seed = Locate {
             columns,
@@ -293,7 +335,9 @@ impl Fields {
             fields: self,
         };
         seed.deserialize(&mut de)?;
-        de.end()
+        de.end()?;
+        self.parsed = true;
+        Ok(())
     }
 }
 

@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 
 use super::batch::{BatchAssembler, QuarantineAssembler};
 use super::columns::quarantine_columns;
+use super::part::Part;
 use super::sink::{FileStats, Message, RecordSink};
 use super::{csv_source, json_source};
 use crate::commit::{schema_of, JobContext, TableTarget};
@@ -28,10 +29,35 @@ pub(super) struct LaneOutput {
     pub data_files: Vec<DataFile>,
     /// Data files of the quarantine table.
     pub q_files: Vec<DataFile>,
+    /// What is left to read, in file order, when a lane stopped at a record with a key the
+    /// table lacks: from that record on, and the lane's files after it.
+    pub rest: Vec<Part>,
 }
 
-/// What a lane's reader returns: the stats of its files, with their index in the job's list.
-type ReadStats = Vec<(usize, FileStats)>;
+impl LaneOutput {
+    /// This output and `more` (the load of what this one left) as one: the files of both,
+    /// and one count per source file.
+    pub fn absorb(&mut self, more: LaneOutput) {
+        self.data_files.extend(more.data_files);
+        self.q_files.extend(more.q_files);
+        for (index, stats) in more.stats {
+            match self.stats.iter_mut().find(|(i, _)| *i == index) {
+                Some((_, s)) => {
+                    s.records += stats.records;
+                    s.good += stats.good;
+                    s.bad += stats.bad;
+                }
+                None => self.stats.push((index, stats)),
+            }
+        }
+        self.stats.sort_by_key(|(i, _)| *i);
+        self.rest = more.rest;
+    }
+}
+
+/// What a lane's reader returns: the stats of the files it read (with their index in the
+/// job's list), and what it left to read when it stopped at a new key.
+type ReadStats = (Vec<(usize, FileStats)>, Vec<Part>);
 /// What a lane's writer returns: its data files and its quarantine files.
 type LaneFiles = (Vec<DataFile>, Vec<DataFile>);
 
@@ -43,13 +69,16 @@ struct Lanes {
 
 /// Reads `files` in parallel lanes (one per core, at most one per file) and writes them as
 /// data files of `target` (bad records as data files of `q_target`, when there is one).
+/// With `stop_at_new_keys` (JSON Lines only), a lane stops before the first record with a key
+/// the job has no column for, and what it did not read is returned as the output's `rest`.
 /// Returns what every lane read and wrote, or the error that stopped one.
 pub(super) async fn write_files(
     ctx: &JobContext,
     job: &IngestJob,
     target: &TableTarget,
     q_target: Option<&TableTarget>,
-    files: &[PathBuf],
+    files: &[Part],
+    stop_at_new_keys: bool,
     progress: Arc<AtomicU64>,
 ) -> Result<LaneOutput> {
     let q_schema = Arc::new(iceberg::arrow::schema_to_arrow_schema(
@@ -73,16 +102,16 @@ pub(super) async fn write_files(
             tx,
             progress.clone(),
         );
-        let lane_files: Vec<(usize, PathBuf)> = files
-            .iter()
-            .cloned()
-            .enumerate()
-            .skip(lane)
-            .step_by(lanes)
-            .collect();
+        let lane_files: Vec<Part> = files.iter().skip(lane).step_by(lanes).cloned().collect();
         let (reader_job, project_dir) = (job.clone(), ctx.project_dir.clone());
         running.readers.push(tokio::task::spawn_blocking(move || {
-            read_all(&reader_job, &project_dir, lane_files, sink)
+            read_all(
+                &reader_job,
+                &project_dir,
+                lane_files,
+                stop_at_new_keys,
+                sink,
+            )
         }));
         running
             .writers
@@ -129,10 +158,14 @@ async fn lane_writers(
 /// versa: the first such error is returned. The stats come sorted by file index.
 async fn join_lanes(lanes: Lanes, table: &TableName, files: usize) -> Result<LaneOutput> {
     let mut stats = Vec::with_capacity(files);
+    let mut rest = Vec::new();
     let mut first_error = None;
     for reader in lanes.readers {
         match reader.await {
-            Ok(Ok(s)) => stats.extend(s),
+            Ok(Ok((s, r))) => {
+                stats.extend(s);
+                rest.extend(r);
+            }
             Ok(Err(Error::WriterStopped)) => {}
             Ok(Err(e)) => {
                 first_error.get_or_insert(e);
@@ -166,10 +199,12 @@ async fn join_lanes(lanes: Lanes, table: &TableName, files: usize) -> Result<Lan
         return Err(e);
     }
     stats.sort_by_key(|(i, _)| *i);
+    rest.sort_by_key(|p: &Part| p.index);
     Ok(LaneOutput {
         stats,
         data_files,
         q_files,
+        rest,
     })
 }
 
@@ -198,15 +233,19 @@ async fn write_lane(
     Ok((data, quarantine))
 }
 
-/// Reads `files` (with their index in the job's file list) into `sink`, in order.
+/// Reads `files` into `sink`, in order; with `stop_at_new_keys`, stops at the first record
+/// with a key the job lacks and returns what is left (that record on, the files after).
 fn read_all(
     job: &IngestJob,
     project_dir: &Path,
-    files: Vec<(usize, PathBuf)>,
+    files: Vec<Part>,
+    stop_at_new_keys: bool,
     mut sink: RecordSink,
 ) -> Result<ReadStats> {
     let mut stats = Vec::with_capacity(files.len());
-    for (n, (_, path)) in files.iter().enumerate() {
+    let mut rest = Vec::new();
+    for (n, part) in files.iter().enumerate() {
+        let path = &part.path;
         let display = display_path_in(project_dir, path)
             .to_string_lossy()
             .replace('\\', "/");
@@ -221,22 +260,25 @@ fn read_all(
             let file = &display;
             tracing::warn!(table = %job.table, "{file} is empty ({what}): nothing loaded from it");
         }
-        let previous = sink.start_file(&display, bytes);
-        if n > 0 {
-            stats.push((files[n - 1].0, previous));
-        }
+        sink.start_file(&display, bytes);
         let shown = PathBuf::from(&display);
-        let result = match job.format {
-            Format::Csv => csv_source::read_csv(job, path, &mut sink),
-            Format::Json => json_source::read_json(job, path, &mut sink),
+        let stopped = match job.format {
+            Format::Csv => csv_source::read_csv(job, path, &mut sink).map(|()| None),
+            Format::Json => json_source::read_json(job, part, stop_at_new_keys, &mut sink),
         };
-        result.map_err(|e| relabel(e, path, &shown))?;
-    }
-    if let Some((last, _)) = files.last() {
-        stats.push((*last, sink.start_file("", 0)));
+        let stopped = stopped.map_err(|e| relabel(e, path, &shown))?;
+        stats.push((part.index, sink.start_file("", 0)));
+        if let Some(start) = stopped {
+            rest.push(Part {
+                start,
+                ..part.clone()
+            });
+            rest.extend(files[n + 1..].iter().cloned());
+            break;
+        }
     }
     sink.flush()?;
-    Ok(stats)
+    Ok((stats, rest))
 }
 
 /// Errors name files as the user wrote them (relative to the project).

@@ -12,6 +12,7 @@ use iceberg::spec::DataFile;
 use super::columns::{bronze_columns, quarantine_columns};
 use super::discover::{discover_files, no_files_error};
 use super::lanes::{self, LaneOutput};
+use super::part::Part;
 use super::pending::{unloaded_files, Unloaded};
 use super::sink::FileStats;
 use super::{evolve, reload};
@@ -19,11 +20,11 @@ use crate::catalog::PipelineCatalog;
 use crate::commit::ledger;
 use crate::commit::summary::LOADED_FILES;
 use crate::commit::{
-    prepare_target, prepare_target_from, stage_snapshot, Evolution, JobContext, JobKind,
-    StagedTable, TableTarget, WriteMode,
+    prepare_target, prepare_target_from, stage_snapshot, widen_unpublished, Evolution, JobContext,
+    JobKind, StagedTable, TableTarget, WriteMode,
 };
 use crate::error::{Error, Result};
-use crate::spec::{BadRecordPolicy, IngestJob, SchemaEvolution, TableName};
+use crate::spec::{BadRecordPolicy, Format, IngestJob, SchemaEvolution, TableName};
 use crate::write::TableWriter;
 
 /// What one ingest job produced (staged, not yet published).
@@ -108,18 +109,21 @@ pub async fn run_ingest(
     if new.files.is_empty() && target.base_location.is_some() {
         return Ok(IngestOutcome::nothing_new(job, &target, already_loaded));
     }
-    let files = new.files;
-    // schema_evolution = "add_columns": new columns of the new files join the table first.
-    let mut added_columns = Vec::new();
-    if job.schema_evolution == SchemaEvolution::AddColumns {
-        added_columns = add_found_columns(catalog, live, &mut evolved, &mut target, &files).await?;
-    }
-    let job = &evolved;
     let mut props = props;
     props.insert(LOADED_FILES.to_string(), ledger_json(&new.prints)?);
     let q_target = quarantine_target(catalog, job).await?;
-    let mut written =
-        lanes::write_files(ctx, job, &target, q_target.as_ref(), &files, progress).await?;
+    let files = Part::whole(&new.files);
+    let (mut written, added_columns) = write_evolving(
+        ctx,
+        live,
+        &mut evolved,
+        &mut target,
+        q_target.as_ref(),
+        &files,
+        progress,
+    )
+    .await?;
+    let job = &evolved;
     // --reload-changed: the old rows of reloaded files go in the same snapshot.
     let reload = remove_reloaded(
         ctx,
@@ -268,6 +272,58 @@ fn ledger_json(prints: &[ledger::LoadedFile]) -> Result<String> {
         .map_err(|e| Error::Internal(format!("cannot encode the file ledger: {e}")))
 }
 
+/// Writes `files` as data files of `target` (bad records of `q_target`). Under
+/// `schema_evolution = "add_columns"` the columns the files have and `evolved` lacks join
+/// `evolved` and `target` (returned by name, in the order first seen). CSV headers are read
+/// first. JSON Lines are loaded at once: a lane stops at the first record with a new key; the
+/// rest of what the lanes did not read is scanned for new keys, the columns are added, and
+/// the load goes on from there. The rows written before are exact under the wider schema (a
+/// data file without a column reads NULL in it), so every file written is committed.
+async fn write_evolving(
+    ctx: &JobContext,
+    live: Option<iceberg::table::Table>,
+    evolved: &mut IngestJob,
+    target: &mut TableTarget,
+    q_target: Option<&TableTarget>,
+    files: &[Part],
+    progress: Arc<AtomicU64>,
+) -> Result<(LaneOutput, Vec<String>)> {
+    let catalog = &ctx.catalog;
+    let adds = evolved.schema_evolution == SchemaEvolution::AddColumns;
+    let at_once = adds && evolved.format == Format::Json;
+    let mut added = Vec::new();
+    if adds && !at_once {
+        added = add_found_columns(catalog, live.clone(), evolved, target, files).await?;
+    }
+    let mut written = lanes::write_files(
+        ctx,
+        evolved,
+        target,
+        q_target,
+        files,
+        at_once,
+        progress.clone(),
+    )
+    .await?;
+    if !written.rest.is_empty() {
+        let rest = std::mem::take(&mut written.rest);
+        let (scanned, found) = scan_new_columns(evolved, &rest).await?;
+        *evolved = scanned;
+        // Field ids the files already written use must stay: a table this run creates is
+        // widened as prepared; one that exists is prepared again from the catalog's.
+        *target = match target.base_location {
+            None => widen_unpublished(target, &bronze_columns(evolved), &evolved.docs)?,
+            Some(_) => bronze_target(catalog, live, evolved).await?,
+        };
+        added = found;
+        tracing::debug!(table = %evolved.table, files = rest.len(), "going on with the added columns");
+        let more =
+            lanes::write_files(ctx, evolved, target, q_target, &rest, false, progress).await?;
+        written.absorb(more);
+    }
+    Ok((written, added))
+}
+
 /// Scans `files` for columns `evolved` does not declare; when there are some, adds them to
 /// `evolved`, prepares `target` again for the wider columns and returns their names.
 async fn add_found_columns(
@@ -275,23 +331,28 @@ async fn add_found_columns(
     live: Option<iceberg::table::Table>,
     evolved: &mut IngestJob,
     target: &mut TableTarget,
-    files: &[PathBuf],
+    files: &[Part],
 ) -> Result<Vec<String>> {
-    let (scanned, found) = {
-        let (mut scanned, files) = (evolved.clone(), files.to_vec());
-        tokio::task::spawn_blocking(move || {
-            evolve::add_new_columns(&mut scanned, &files).map(|found| (scanned, found))
-        })
-        .await
-        .map_err(|e| Error::Internal(format!("scanning for new columns failed: {e}")))??
-    };
-    if found.is_empty() {
-        return Ok(Vec::new());
+    let (scanned, found) = scan_new_columns(evolved, files).await?;
+    if !found.is_empty() {
+        *evolved = scanned;
+        *target = bronze_target(catalog, live, evolved).await?;
     }
-    tracing::info!(table = %evolved.table, columns = %found.join(", "), "adding columns found in the source files (schema_evolution = \"add_columns\")");
-    *evolved = scanned;
-    *target = bronze_target(catalog, live, evolved).await?;
     Ok(found)
+}
+
+/// `job` with the columns `files` have and it lacks (on a blocking thread), and their names.
+async fn scan_new_columns(job: &IngestJob, files: &[Part]) -> Result<(IngestJob, Vec<String>)> {
+    let (mut scanned, files) = (job.clone(), files.to_vec());
+    let (scanned, found) = tokio::task::spawn_blocking(move || {
+        evolve::add_new_columns(&mut scanned, &files).map(|found| (scanned, found))
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("scanning for new columns failed: {e}")))??;
+    if !found.is_empty() {
+        tracing::info!(table = %job.table, columns = %found.join(", "), "adding columns found in the source files (schema_evolution = \"add_columns\")");
+    }
+    Ok((scanned, found))
 }
 
 /// The quarantine table of `job` prepared for an append, when bad records go to quarantine.

@@ -14,6 +14,7 @@ mod json_keys;
 mod json_source;
 mod lanes;
 mod load;
+mod part;
 mod pending;
 mod raw_fields;
 mod reload;

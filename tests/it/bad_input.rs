@@ -328,6 +328,7 @@ fn new_json_keys_across_files_add_their_columns_and_load_every_row_once() {
                     zone.clone(),
                     channel.clone(),
                     coupon.clone(),
+                    Some(line.to_string()),
                 ]);
             }
             text.push_str(&record);
@@ -345,9 +346,24 @@ fn new_json_keys_across_files_add_their_columns_and_load_every_row_once() {
     assert_eq!(job["rows_in"], 2400, "{job}");
     assert_eq!(job["rows_out"], 2398, "{job}");
     assert_eq!(job["quarantined"], 2, "{job}");
-    let got = p.query("SELECT id, zone, channel, coupon FROM bronze.t ORDER BY id");
+    let got = p.query("SELECT id, zone, channel, coupon, _source_line FROM bronze.t ORDER BY id");
     assert_eq!(got.len(), expected.len());
     assert_eq!(got, expected);
+    // An independent reader agrees: rows written before a lane met a new key and after it
+    // are one table (PyIceberg maps the columns by field id).
+    let script = format!(
+        r#"
+import json
+from pyiceberg.catalog.sql import SqlCatalog
+c = SqlCatalog("default", uri="sqlite:///{root}/warehouse/catalog.db", warehouse="file://{root}/warehouse")
+t = c.load_table("bronze.t").scan(selected_fields=("id", "zone", "channel", "coupon", "_source_line")).to_arrow().sort_by("id")
+print(json.dumps([[None if v is None else str(v) for v in row.values()] for row in t.to_pylist()]))
+"#,
+        root = p.path().display()
+    );
+    let by_pyiceberg: Vec<Vec<Option<String>>> =
+        serde_json::from_slice(&crate::common::python(&script)).unwrap();
+    assert_eq!(by_pyiceberg, expected);
     assert_eq!(
         p.query("SELECT source_file, line FROM bronze.t__quarantine ORDER BY source_file"),
         vec![
