@@ -396,3 +396,62 @@ fn drop_needs_a_row_level_check_on_a_transform_table() {
     let (_, message) = p.fails(&["validate", "shop"]);
     assert!(message.contains("colour"), "{message}");
 }
+
+/// The checks of `silver.orders` run while the gold jobs that read it still run (here: while
+/// `gold.fact_orders` is held after staging), and find what the audit step would: the same
+/// results, in the spec's order, each against a count of the published table.
+#[test]
+fn checks_run_beside_the_later_jobs_and_find_what_the_audit_step_would() {
+    let p = Project::retail();
+    let gate = p.path().join("go-on");
+    let mut paused = p.start_paused_piped(
+        &["-v", "run", "retail", "--json"],
+        "transform-staged gold.fact_orders",
+        gate,
+    );
+    let heard = paused.wait_for(
+        "audited early, while later jobs run table=silver.orders check=unique",
+        std::time::Duration::from_secs(120),
+    );
+    let (ok, log, stdout) = paused.release_with_stdout();
+    assert!(
+        heard,
+        "silver.orders was not audited while gold.fact_orders was held:\n{log}"
+    );
+    assert!(ok, "{log}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let results: Vec<(String, String, u64)> = report["quality"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["table"].as_str().unwrap().to_string(),
+                r["check"].as_str().unwrap().to_string(),
+                r["violations"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let count = |sql: &str| -> u64 { p.query(sql)[0][0].as_deref().unwrap().parse().unwrap() };
+    let duplicated = count(
+        "SELECT count(*) FROM silver.orders WHERE order_id IN \
+         (SELECT order_id FROM silver.orders GROUP BY order_id HAVING count(*) > 1)",
+    );
+    let orphans = count(
+        "SELECT count(*) FROM silver.orders o WHERE NOT EXISTS \
+         (SELECT 1 FROM silver.customers c WHERE c.customer_id = o.customer_id)",
+    );
+    let s = |t: &str| t.to_string();
+    assert_eq!(
+        results,
+        [
+            (s("silver.orders"), s("unique"), duplicated),
+            (s("silver.orders"), s("relationships"), orphans),
+            (s("silver.orders"), s("volume"), 0),
+        ]
+    );
+    assert!(
+        orphans > 0,
+        "the sample data has orders of unknown customers"
+    );
+}
