@@ -31,7 +31,6 @@ use crate::engine::return_freed_memory;
 use crate::error::{Error, Result};
 use crate::fault::{pause_point, pause_point_async};
 use crate::maintain::after_run;
-use crate::operation::audit::EarlyResults;
 use crate::operation::{
     operate, Identity, JobReport, Observer, Opened, Opening, RunStart, Scope, StagedTables,
     Staging, TableOperation, ToAudit,
@@ -157,8 +156,6 @@ struct RunOperation<'a> {
 struct RunStaged {
     tables: StagedTables,
     dropped: HashMap<TableName, BTreeMap<String, u64>>,
-    /// Expectations audited while later jobs ran.
-    early: EarlyResults,
     run: RunStart,
 }
 
@@ -219,10 +216,7 @@ impl<'a> TableOperation<'a> for RunOperation<'a> {
             validated,
             self.options.clone(),
             observer.clone(),
-            Start {
-                audit_early: true,
-                ..Start::default()
-            },
+            Start::default(),
         )
         .await?;
         tracing::debug!(
@@ -238,7 +232,6 @@ impl<'a> TableOperation<'a> for RunOperation<'a> {
                 max_snapshots: self.pipeline.max_snapshots,
             },
             dropped: executed.dropped,
-            early: executed.early,
             run: run.clone(),
         }))
     }
@@ -247,7 +240,6 @@ impl<'a> TableOperation<'a> for RunOperation<'a> {
         Some(ToAudit {
             tables: &staged.tables.tables,
             dropped: &staged.dropped,
-            early: &staged.early,
         })
     }
 

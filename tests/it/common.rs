@@ -318,10 +318,7 @@ pub fn expected_retail() -> Value {
 pub struct Paused {
     child: Child,
     gate: Option<PathBuf>,
-    /// Its stderr after the pause, line by line.
     log: Receiver<String>,
-    /// The lines [`Paused::wait_for`] read.
-    heard: Vec<String>,
     stdout: Option<Receiver<String>>,
 }
 
@@ -380,17 +377,13 @@ impl Project {
         }
         let (tx, log) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            for line in lines.map_while(|l| l.ok()) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
+            let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
+            let _ = tx.send(rest.join("\n"));
         });
         Paused {
             child,
             gate,
             log,
-            heard: Vec::new(),
             stdout,
         }
     }
@@ -429,32 +422,11 @@ impl Paused {
         self.child.wait().unwrap();
     }
 
-    /// Whether the paused command writes a stderr line containing `needle` within `within`
-    /// (while paused, its other tasks go on).
-    pub fn wait_for(&mut self, needle: &str, within: std::time::Duration) -> bool {
-        let deadline = std::time::Instant::now() + within;
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.log.recv_timeout(left) {
-                Ok(line) => {
-                    let found = line.contains(needle);
-                    self.heard.push(line);
-                    if found {
-                        return true;
-                    }
-                }
-                Err(_) => return false,
-            }
-        }
-    }
-
     /// Lets the paused command go on; returns (success, stderr after the pause).
     pub fn release(mut self) -> (bool, String) {
         std::fs::write(self.gate.as_ref().expect("started with a gate"), "").unwrap();
         let status = self.child.wait().unwrap();
-        let mut lines = std::mem::take(&mut self.heard);
-        lines.extend(self.log.iter());
-        (status.success(), lines.join("\n"))
+        (status.success(), self.log.recv().unwrap())
     }
 
     /// Like [`Paused::release`], also returning stdout (started with
