@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
 use arrow::compute::filter_record_batch;
-use arrow::datatypes::Int64Type;
+use arrow::datatypes::{DataType, Int64Type};
 use datafusion::logical_expr::Expr;
 use datafusion::physical_expr::PhysicalExpr;
 use futures::{StreamExt, TryStreamExt};
@@ -97,9 +97,11 @@ fn note_sources(
     hit: &BooleanArray,
     sources: &mut BTreeMap<String, BTreeSet<u64>>,
 ) {
+    // Strings may come as views (tables are read so): as `Utf8` either way.
     let Some((files, lines)) = SOURCE_COLUMNS.iter().find_map(|(f, l)| {
+        let files = arrow::compute::cast(batch.column_by_name(f)?, &DataType::Utf8).ok()?;
         Some((
-            batch.column_by_name(f)?.as_string_opt::<i32>()?,
+            files.as_string_opt::<i32>()?.clone(),
             batch.column_by_name(l)?.as_primitive_opt::<Int64Type>()?,
         ))
     }) else {
@@ -442,4 +444,49 @@ pub(crate) fn true_rows(
     } else {
         arrow::compute::prep_null_mask_filter(&hit)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::Arc;
+
+    use arrow::array::{
+        ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, StringViewArray,
+    };
+
+    use super::note_sources;
+
+    #[test]
+    fn sources_are_noted_whether_strings_come_as_views_or_not() {
+        let files = [
+            "data/a.csv",
+            "data/b-with-a-name-longer-than-twelve.csv",
+            "data/a.csv",
+        ];
+        let lines: ArrayRef = Arc::new(Int64Array::from(vec![3, 7, 9]));
+        let hit = BooleanArray::from(vec![true, true, false]);
+        let as_utf8: ArrayRef = Arc::new(StringArray::from(files.to_vec()));
+        let as_views: ArrayRef = Arc::new(StringViewArray::from(files.to_vec()));
+        let mut found = Vec::new();
+        for column in [as_utf8, as_views] {
+            let batch = RecordBatch::try_from_iter([
+                ("_source_file", column),
+                ("_source_line", lines.clone()),
+            ])
+            .unwrap();
+            let mut sources = BTreeMap::new();
+            note_sources(&batch, &hit, &mut sources);
+            found.push(sources);
+        }
+        let want: BTreeMap<String, BTreeSet<u64>> = [
+            ("data/a.csv".to_string(), BTreeSet::from([3])),
+            (
+                "data/b-with-a-name-longer-than-twelve.csv".to_string(),
+                BTreeSet::from([7]),
+            ),
+        ]
+        .into();
+        assert_eq!(found, [want.clone(), want]);
+    }
 }

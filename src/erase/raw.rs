@@ -73,8 +73,13 @@ impl RawMatcher<'_> {
                 .column_by_name(name)
                 .ok_or_else(|| Error::table_msg(quarantine, format!("has no `{name}` column")))
         };
-        let files = column("source_file")?.as_string::<i32>().clone();
-        let raws = column("raw")?.as_string::<i32>().clone();
+        // Strings may come as views (tables are read so): as `Utf8` either way.
+        let text = |name: &str| -> Result<arrow::array::StringArray> {
+            let column = arrow::compute::cast(column(name)?, &arrow::datatypes::DataType::Utf8)?;
+            Ok(column.as_string::<i32>().clone())
+        };
+        let files = text("source_file")?;
+        let raws = text("raw")?;
         let lines = column("line")?
             .as_primitive::<arrow::datatypes::Int64Type>()
             .clone();
