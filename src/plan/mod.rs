@@ -1,11 +1,12 @@
 //! What a run WILL do, decided before anything is written: the job graph of a pipeline
 //! ([`graph`]), the checks of `pipeline validate` ([`validate`]), how much of each transform's
-//! table a run recomputes ([`scope`]), what a backfill selects and would read ([`backfill`],
+//! table a run recomputes ([`scope`]) and in which batches a full recompute runs ([`batches`]), what a backfill selects and would read ([`backfill`],
 //! [`backfill_plan`]), the jobs `--select` names ([`select`]), the schema changes of the next run and whom they break (`pipeline plan`,
 //! [`impact`]), and a pipeline's column lineage ([`lineage`]).
 
 pub mod backfill;
 pub mod backfill_plan;
+pub mod batches;
 pub mod graph;
 pub mod impact;
 pub mod lineage;
@@ -19,6 +20,7 @@ pub mod validate;
 
 pub use backfill::{jobs_in_scope, Backfill};
 pub use backfill_plan::{plan_backfill, PlannedInput, PlannedTable};
+pub use batches::{batch_rows, full_batches, Batch};
 pub use graph::{job_graph, JobGraph, JobId};
 pub use impact::{plan_changes, SchemaPlan};
 pub use lineage::{lineage_of, lineage_roots, lineage_target};

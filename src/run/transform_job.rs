@@ -17,11 +17,22 @@ use crate::commit::{JobContext, PartitionRange, StagedTable};
 use crate::engine::{new_session, register_table, remote_scheme, table_provider, CountedTable};
 use crate::error::{Error, Result};
 use crate::lineage::snapshot_renames;
-use crate::plan::{decide, scope_properties, Forced, Scope};
+use crate::plan::{batch_rows, decide, full_batches, scope_properties, Batch, Forced, Scope};
 use crate::spec::{BallistaEngine, Engine, TableName, TransformJob};
 use crate::transform::{
-    range_predicate, run_transform, ParsedTransform, TransformFacts, TransformOutcome,
+    logical_plan, null_predicate, range_predicate, run_transform, sorts_all_rows, ParsedTransform,
+    Query, TransformFacts, TransformOutcome,
 };
+
+/// Which rows of the `incremental_by` inputs a session reads (the other inputs are read whole).
+#[derive(Clone, Copy)]
+enum Rows<'a> {
+    All,
+    /// Those whose time column lies in the range.
+    In(&'a PartitionRange),
+    /// Those whose time column is NULL.
+    Null,
+}
 
 /// One transform job of a run, with what it needs to read its inputs.
 pub(super) struct TransformRun<'a> {
@@ -61,29 +72,72 @@ pub(super) enum TransformDone {
 
 impl TransformRun<'_> {
     /// A session of this process with `inputs` registered (those in `incremental_by` read
-    /// for `range` only).
+    /// for the rows `rows` says).
     async fn local_session(
         &self,
         inputs: &[(TableName, Table)],
-        range: Option<&PartitionRange>,
+        rows: Rows<'_>,
     ) -> Result<SessionContext> {
         let session = new_session();
         for (name, table) in inputs {
-            let rows = total_records(table.metadata().current_snapshot());
+            let records = total_records(table.metadata().current_snapshot());
             let provider = table_provider(table.clone(), None)
                 .await
                 .map_err(|e| Error::table(name, "cannot read table", e))?;
-            let provider = match (range, self.job.range_column(name)) {
-                (Some(range), Some(column)) => {
+            let provider = match (rows, self.job.range_column(name)) {
+                (Rows::All, _) | (_, None) => provider,
+                (Rows::In(range), Some(column)) => {
                     let df = session.read_table(provider)?;
                     let predicate = range_predicate(df.schema(), column, &range.spans())?;
                     df.filter(predicate)?.into_view()
                 }
-                _ => provider,
+                (Rows::Null, Some(column)) => {
+                    let df = session.read_table(provider)?;
+                    let predicate = null_predicate(df.schema(), column)?;
+                    df.filter(predicate)?.into_view()
+                }
             };
-            register_table(&session, name, Arc::new(CountedTable::new(provider, rows)))?;
+            register_table(
+                &session,
+                name,
+                Arc::new(CountedTable::new(provider, records)),
+            )?;
         }
         Ok(session)
+    }
+
+    /// The sessions of a full recompute in batches (`plan::batches`), each with its input
+    /// rows: when the query runs here and sorts all its rows (`whole`, a session of every
+    /// input row, plans it), and its inputs make two batches or more. `None`: it runs whole.
+    async fn batch_sessions(
+        &self,
+        whole: &SessionContext,
+        inputs: &[(TableName, Table)],
+        facts: &TransformFacts,
+    ) -> Result<Option<Vec<(SessionContext, u64)>>> {
+        if facts.on_cluster || !sorts_all_rows(&logical_plan(whole, self.job, self.parsed).await?) {
+            return Ok(None);
+        }
+        let Some(batches) = full_batches(self.job, inputs, batch_rows()).await? else {
+            return Ok(None);
+        };
+        tracing::info!(
+            table = %self.job.table,
+            "{} is recomputed in {} batches of about {} input rows",
+            self.job.table,
+            batches.len(),
+            batch_rows()
+        );
+        let mut sessions = Vec::with_capacity(batches.len());
+        for batch in &batches {
+            sessions.push(match batch {
+                Batch::Range { range, rows } => {
+                    (self.local_session(inputs, Rows::In(range)).await?, *rows)
+                }
+                Batch::Nulls => (self.local_session(inputs, Rows::Null).await?, 0),
+            });
+        }
+        Ok(Some(sessions))
     }
 
     /// A client session of `cluster` with `inputs` registered as their data files (those in
@@ -190,7 +244,10 @@ impl TransformRun<'_> {
         facts.on_cluster = cluster.is_some();
         match cluster {
             Some(session) => Ok(session),
-            None => self.local_session(inputs, range).await,
+            None => {
+                let rows = range.map_or(Rows::All, Rows::In);
+                self.local_session(inputs, rows).await
+            }
         }
     }
 
@@ -201,6 +258,29 @@ impl TransformRun<'_> {
             from: backfill.from,
             to: backfill.to,
         })
+    }
+
+    /// What the run knows about the job beyond its spec: the inputs it reads (their snapshots
+    /// and rows, the columns this run renames in them) and its table as it is (`current`).
+    fn facts(&self, inputs: &[(TableName, Table)], current: Option<Table>) -> TransformFacts {
+        let mut facts = TransformFacts {
+            properties: scope_properties(self.job, inputs).into_iter().collect(),
+            input_rows: inputs
+                .iter()
+                .map(|(_, t)| total_records(t.metadata().current_snapshot()))
+                .sum(),
+            target: current,
+            ..TransformFacts::default()
+        };
+        // Input columns this run renames (a staged input's snapshot against its parent).
+        for (name, table) in inputs {
+            if self.staged.lock().expect("staged lock").contains_key(name) {
+                facts
+                    .renames
+                    .extend(snapshot_renames(name, table.metadata()));
+            }
+        }
+        facts
     }
 
     /// Decides the job's scope (see [`crate::plan::scope`]) and runs it; `counter` counts the
@@ -224,23 +304,7 @@ impl TransformRun<'_> {
                 snapshot: current.and_then(|t| t.metadata().current_snapshot_id()),
             });
         }
-        let mut facts = TransformFacts {
-            properties: scope_properties(job, &inputs).into_iter().collect(),
-            input_rows: inputs
-                .iter()
-                .map(|(_, t)| total_records(t.metadata().current_snapshot()))
-                .sum(),
-            target: current.clone(),
-            ..TransformFacts::default()
-        };
-        // Input columns this run renames (a staged input's snapshot against its parent).
-        for (name, table) in &inputs {
-            if self.staged.lock().expect("staged lock").contains_key(name) {
-                facts
-                    .renames
-                    .extend(snapshot_renames(name, table.metadata()));
-            }
-        }
+        let mut facts = self.facts(&inputs, current.clone());
         loop {
             let range = match &scope {
                 Scope::Range(r) => Some(r),
@@ -250,9 +314,14 @@ impl TransformRun<'_> {
             let session = self
                 .session(&inputs, current.as_ref(), range, &mut facts)
                 .await?;
+            let batches = match scope {
+                Scope::Full(_) => self.batch_sessions(&session, &inputs, &facts).await?,
+                _ => None,
+            };
+            let queries = queries(&session, rows_in, batches.as_deref());
             let outcome = run_transform(
                 ctx,
-                &session,
+                &queries,
                 job,
                 self.parsed,
                 range,
@@ -272,10 +341,12 @@ impl TransformRun<'_> {
                         dropped,
                         rows_in,
                         scope,
-                        engine: if facts.on_cluster {
-                            self.engine.describe()
-                        } else {
-                            Engine::Local.describe()
+                        engine: match (facts.on_cluster, &batches) {
+                            (true, _) => self.engine.describe(),
+                            (false, None) => Engine::Local.describe(),
+                            (false, Some(b)) => {
+                                format!("{} in {} batches", Engine::Local.describe(), b.len())
+                            }
                         },
                     })
                 }
@@ -284,5 +355,26 @@ impl TransformRun<'_> {
                 }
             }
         }
+    }
+}
+
+/// The queries of a job: one per batch session (each with its input rows), or `whole` alone.
+fn queries<'s>(
+    whole: &'s SessionContext,
+    input_rows: u64,
+    batches: Option<&'s [(SessionContext, u64)]>,
+) -> Vec<Query<'s>> {
+    match batches {
+        Some(batches) => batches
+            .iter()
+            .map(|(session, input_rows)| Query {
+                session,
+                input_rows: *input_rows,
+            })
+            .collect(),
+        None => vec![Query {
+            session: whole,
+            input_rows,
+        }],
     }
 }

@@ -78,3 +78,19 @@ fn line_of_named_field(sql: &str, message: &str) -> Option<usize> {
             line_naming(sql, qualified.rsplit('.').next()?.trim_matches('"'))
         })
 }
+
+/// True when running `plan` holds all of its input rows at once somewhere: a window function
+/// or a sort without a limit (both sort everything before the first row comes out, and spill
+/// to disk past their memory). Such a query, recomputed whole, gains from running in batches
+/// (`plan::batches`); joins and aggregations hold only their keys and stream.
+pub fn sorts_all_rows(plan: &LogicalPlan) -> bool {
+    use datafusion::common::tree_node::TreeNode;
+    plan.exists(|node| {
+        Ok(match node {
+            LogicalPlan::Window(_) => true,
+            LogicalPlan::Sort(sort) => sort.fetch.is_none(),
+            _ => false,
+        })
+    })
+    .unwrap_or(false)
+}

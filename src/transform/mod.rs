@@ -14,7 +14,7 @@ mod run;
 mod write_out;
 
 pub use drop::{quarantine_columns as transform_quarantine_columns, tag_violations};
-pub use logical::{logical_plan, output_columns};
+pub use logical::{logical_plan, output_columns, sorts_all_rows};
 pub use parse::{parse_transform, ParsedTransform};
-pub use range_filter::range_predicate;
-pub use run::{run_transform, TransformFacts, TransformOutcome};
+pub use range_filter::{null_predicate, range_predicate};
+pub use run::{run_transform, Query, TransformFacts, TransformOutcome};

@@ -10,6 +10,15 @@ use crate::error::{Error, Result};
 
 const MICROS_PER_DAY: i64 = 86_400_000_000;
 
+/// The predicate selecting rows whose `column` (in `schema`) is NULL: the rows no time range
+/// selects.
+pub fn null_predicate(schema: &DFSchema, column: &str) -> Result<Expr> {
+    let (qualifier, field) = schema
+        .qualified_field_with_unqualified_name(column)
+        .map_err(|_| Error::Usage(format!("no column `{column}` to filter by time range")))?;
+    Ok(Expr::Column(Column::new(qualifier.cloned(), field.name())).is_null())
+}
+
 /// The predicate selecting rows of `column` (in `schema`) within any of `spans` (half-open,
 /// microseconds since the epoch). Errors when the column is missing or not a date/timestamp.
 pub fn range_predicate(schema: &DFSchema, column: &str, spans: &[(i64, i64)]) -> Result<Expr> {

@@ -22,6 +22,7 @@ use crate::commit::{
 use crate::error::{Error, Result};
 use crate::lineage::{query_lineage, record, recorded_on, renames, Recorded, LINEAGE_KEY};
 use crate::spec::TransformJob;
+use crate::write::Written;
 
 /// What a run knows about a transform beyond its spec.
 #[derive(Debug, Clone, Default)]
@@ -54,31 +55,39 @@ pub enum TransformOutcome {
     NeedsFullRefresh,
 }
 
-/// Runs a transform whose inputs are registered in `ctx` and stages its output: a full
-/// overwrite, or with `range`, a replace of exactly those partitions (the output is filtered
-/// to the range, so no other partition can be touched).
+/// One query of a transform: a session with its inputs registered, and their rows (how many
+/// writers the result gets).
+pub struct Query<'a> {
+    pub session: &'a SessionContext,
+    pub input_rows: u64,
+}
+
+/// Runs a transform whose inputs are registered in each batch's session and stages its output:
+/// a full overwrite, or with `range`, a replace of exactly those partitions (the output is
+/// filtered to the range, so no other partition can be touched). The batches' queries run one
+/// after another and their files make one snapshot: a full recompute in batches
+/// (`plan::batches`) writes the union of their rows.
 pub async fn run_transform(
     ctx: &JobContext,
-    session: &SessionContext,
+    batches: &[Query<'_>],
     job: &TransformJob,
     parsed: &ParsedTransform,
     range: Option<&PartitionRange>,
     facts: &TransformFacts,
     progress: Arc<AtomicU64>,
 ) -> Result<TransformOutcome> {
-    let mut plan = logical_plan(session, job, parsed).await?;
+    let first = batches
+        .first()
+        .ok_or_else(|| Error::Internal(format!("{}: no query to run", job.table)))?;
+    let plan = logical_plan(first.session, job, parsed).await?;
     let columns = output_columns(job, &plan)?;
     let lineage = record(&query_lineage(&plan));
     let target = rewrite_target(ctx, job, &columns, &lineage, facts).await?;
     let mode = match range {
         None => WriteMode::Overwrite,
         Some(_) if target.reshaped => return Ok(TransformOutcome::NeedsFullRefresh),
-        Some(range) => {
-            plan = filter_to_range(job, plan, range)?;
-            WriteMode::Replace(range.clone())
-        }
+        Some(range) => WriteMode::Replace(range.clone()),
     };
-    let prefix = format!("{}-{}", ctx.run_id, uuid::Uuid::new_v4().simple());
     // `drop` expectations: tagged rows go to the quarantine table, written like the table.
     let mut quarantine = None;
     if !job.drops.is_empty() {
@@ -86,25 +95,21 @@ pub async fn run_transform(
         if range.is_some() && q_target.reshaped {
             return Ok(TransformOutcome::NeedsFullRefresh);
         }
-        plan = drop::tag_violations(session, plan, &job.drops).await?;
         quarantine = Some(q_target);
     }
-    let written = write_result(
-        session,
-        job,
-        plan,
-        facts.input_rows,
-        Targets {
-            table: &target,
-            quarantine: quarantine.as_ref(),
-            file_io: ctx.catalog.file_io(),
-            prefix: &prefix,
-            run_id: &ctx.run_id,
-            on_cluster: facts.on_cluster,
-        },
-        progress,
-    )
-    .await?;
+    let targets = (&target, quarantine.as_ref());
+    let mut written = Written::default();
+    for (i, batch) in batches.iter().enumerate() {
+        let mut plan = match i {
+            0 => plan.clone(),
+            _ => logical_plan(batch.session, job, parsed).await?,
+        };
+        if let Some(range) = range {
+            plan = filter_to_range(job, plan, range)?;
+        }
+        let one = write_batch(ctx, batch, job, plan, targets, facts.on_cluster, &progress);
+        written.absorb(one.await?);
+    }
     let (files, dropped) = (written.files, written.dropped);
     let mut props = ctx.snapshot_properties(JobKind::Transform);
     props.extend(facts.properties.clone());
@@ -128,6 +133,39 @@ pub async fn run_transform(
         quarantine,
         dropped,
     })
+}
+
+/// Runs one batch's query (`plan`, planned in its session) into the table (and the
+/// quarantine table, with `drop` expectations), in files of a prefix of its own.
+async fn write_batch(
+    ctx: &JobContext,
+    batch: &Query<'_>,
+    job: &TransformJob,
+    mut plan: LogicalPlan,
+    (table, quarantine): (&TableTarget, Option<&TableTarget>),
+    on_cluster: bool,
+    progress: &Arc<AtomicU64>,
+) -> Result<Written> {
+    let prefix = format!("{}-{}", ctx.run_id, uuid::Uuid::new_v4().simple());
+    if quarantine.is_some() {
+        plan = drop::tag_violations(batch.session, plan, &job.drops).await?;
+    }
+    write_result(
+        batch.session,
+        job,
+        plan,
+        batch.input_rows,
+        Targets {
+            table,
+            quarantine,
+            file_io: ctx.catalog.file_io(),
+            prefix: &prefix,
+            run_id: &ctx.run_id,
+            on_cluster,
+        },
+        progress.clone(),
+    )
+    .await
 }
 
 /// The table of `job` prepared for a rewrite with `columns`. A column whose derivation (per

@@ -10,6 +10,7 @@ mod backfill;
 mod bad_input;
 mod ballista;
 mod ballista_s3;
+mod batches;
 mod command_line;
 mod concurrency;
 mod conflicts;

@@ -1,0 +1,200 @@
+//! Batches of a full recompute: a transform with `incremental_by` that is recomputed whole (a
+//! new table, `--full-refresh`, a changed SQL) runs as a few queries, each over a run of
+//! adjacent partitions of its time column and only the input rows of that run, as a backfill
+//! of those partitions would (SQLMesh's `batch_size`, dbt's `microbatch`). `incremental_by`
+//! already says that a partition needs only the input rows of its own time range, so the
+//! batches' rows together are the whole query's; what it buys is memory: a sort or a window
+//! over the whole history (the usual `row_number()` dedup) holds one batch at a time instead
+//! of spilling years of rows to disk.
+//!
+//! The batches come from the input files' column bounds (the same statistics a nightly run's
+//! scope is decided by): each file's rows are spread over the partitions its bounds span,
+//! adjacent partitions are grouped up to about [`batch_rows`] input rows, and the batches are
+//! contiguous (a gap between partitions belongs to the batch before it), so every non-NULL
+//! value lies in exactly one batch. Rows whose time column is NULL (or whose file does not
+//! count its NULLs) get a batch of their own. No batches (`None`) when an input's bounds are
+//! unknown or all its rows fit one batch: the query runs whole, as before.
+
+use std::collections::BTreeMap;
+
+use iceberg::spec::DataContentType;
+use iceberg::table::Table;
+
+use crate::commit::{changed_files, file_times, FileTimes, PartitionRange};
+use crate::error::Result;
+use crate::spec::{Grain, TableName, TransformJob};
+
+/// Input rows per batch of a full recompute, unless `PIPELINE_BATCH_ROWS` says otherwise (0:
+/// never in batches).
+pub const DEFAULT_BATCH_ROWS: u64 = 1_000_000;
+
+/// A file whose bounds span more partitions than this is taken as unknown (no batches).
+const MAX_UNITS_PER_FILE: i64 = 100_000;
+
+/// Input rows per batch (`PIPELINE_BATCH_ROWS`, else [`DEFAULT_BATCH_ROWS`]).
+pub fn batch_rows() -> u64 {
+    std::env::var("PIPELINE_BATCH_ROWS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(DEFAULT_BATCH_ROWS)
+}
+
+/// One batch of a full recompute: the input rows it reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Batch {
+    /// Rows of the `incremental_by` inputs whose time column lies in the range (about `rows`
+    /// of them); the other inputs whole.
+    Range { range: PartitionRange, rows: u64 },
+    /// Rows of the `incremental_by` inputs whose time column is NULL; the other inputs whole.
+    Nulls,
+}
+
+/// The batches a full recompute of `job` over `inputs` runs as (see the module docs), or
+/// `None` when it runs whole.
+pub async fn full_batches(
+    job: &TransformJob,
+    inputs: &[(TableName, Table)],
+    max_rows: u64,
+) -> Result<Option<Vec<Batch>>> {
+    let time = job
+        .time_partition()
+        .and_then(|p| Some((p.field_name(), Grain::of(p.transform)?)));
+    let Some((field, grain)) = time else {
+        return Ok(None);
+    };
+    if max_rows == 0 || job.incremental_by.is_empty() {
+        return Ok(None);
+    }
+    let mut rows_per_unit: BTreeMap<i32, u64> = BTreeMap::new();
+    let mut nulls = false;
+    for (name, table) in inputs {
+        let Some(column) = job.range_column(name) else {
+            continue;
+        };
+        if !add_input_rows(table, column, grain, &mut rows_per_unit, &mut nulls).await? {
+            return Ok(None);
+        }
+    }
+    let mut batches: Vec<Batch> = group_units(&rows_per_unit, max_rows)
+        .into_iter()
+        .map(|(first, last, rows)| {
+            let mut range = PartitionRange::new(field.clone(), grain);
+            range.units.extend(first..=last);
+            Batch::Range { range, rows }
+        })
+        .collect();
+    if batches.len() < 2 {
+        return Ok(None);
+    }
+    if nulls {
+        batches.push(Batch::Nulls);
+    }
+    Ok(Some(batches))
+}
+
+/// Adds the rows of `table`'s live data files to the partitions their bounds on `column` span;
+/// sets `nulls` when a file may hold NULLs there. False when a file's bounds are unknown.
+async fn add_input_rows(
+    table: &Table,
+    column: &str,
+    grain: Grain,
+    rows_per_unit: &mut BTreeMap<i32, u64>,
+    nulls: &mut bool,
+) -> Result<bool> {
+    let metadata = table.metadata();
+    let Some(field) = metadata.current_schema().field_by_name(column) else {
+        return Ok(false);
+    };
+    let field_id = field.id;
+    let files = changed_files(
+        table.file_io(),
+        metadata,
+        None,
+        metadata.current_snapshot_id(),
+    )
+    .await?;
+    let Some(files) = files else {
+        return Ok(false);
+    };
+    for file in files
+        .iter()
+        .filter(|f| f.content_type() == DataContentType::Data)
+    {
+        if file.null_value_counts().get(&field_id) != Some(&0) {
+            *nulls = true;
+        }
+        match file_times(file, field_id) {
+            FileTimes::Within(lo, hi) => {
+                let (a, b) = (grain.unit_of(lo), grain.unit_of(hi.max(lo)));
+                let units = b as i64 - a as i64 + 1;
+                if units > MAX_UNITS_PER_FILE {
+                    return Ok(false);
+                }
+                let each = file.record_count().div_ceil(units as u64);
+                for unit in a..=b {
+                    *rows_per_unit.entry(unit).or_default() += each;
+                }
+            }
+            FileTimes::AllNull => {}
+            FileTimes::Unknown => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
+/// Adjacent units grouped, in order, into contiguous runs `(first, last, rows)` of at most
+/// `max_rows` rows each (a unit holding more is a run alone); a gap between units belongs to
+/// the run before it.
+fn group_units(rows_per_unit: &BTreeMap<i32, u64>, max_rows: u64) -> Vec<(i32, i32, u64)> {
+    let mut runs: Vec<(i32, i32, u64)> = Vec::new();
+    for (&unit, &rows) in rows_per_unit {
+        match runs.last_mut() {
+            Some(run) if run.2 + rows <= max_rows => {
+                run.1 = unit;
+                run.2 += rows;
+            }
+            Some(run) => {
+                run.1 = unit - 1;
+                runs.push((unit, unit, rows));
+            }
+            None => runs.push((unit, unit, rows)),
+        }
+    }
+    runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_are_grouped_up_to_the_row_budget_and_gaps_join_the_batch_before() {
+        let units: BTreeMap<i32, u64> = [
+            (10, 400),
+            (11, 500),
+            (12, 300),
+            (15, 900),
+            (16, 2_000),
+            (17, 50),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(
+            group_units(&units, 1_000),
+            vec![
+                (10, 11, 900),
+                (12, 14, 300),
+                (15, 15, 900),
+                (16, 16, 2_000),
+                (17, 17, 50)
+            ]
+        );
+        // The runs cover every unit from the first to the last, each exactly once.
+        let runs = group_units(&units, 1_000);
+        for pair in runs.windows(2) {
+            assert_eq!(pair[0].1 + 1, pair[1].0);
+        }
+        assert_eq!(runs.iter().map(|r| r.2).sum::<u64>(), 4_150);
+        assert_eq!(group_units(&units, u64::MAX), vec![(10, 17, 4_150)]);
+    }
+}

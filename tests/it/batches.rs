@@ -1,0 +1,154 @@
+//! A full recompute of a transform with `incremental_by` whose query sorts all its rows (the
+//! retail `silver.orders` dedup) runs in batches of adjacent months (`PIPELINE_BATCH_ROWS=1`
+//! makes every month of the small sample a batch of its own). The tables hold exactly the
+//! independent reference's rows, each partition is still one file, rows whose time column is
+//! NULL are computed too (a batch of their own), `drop` expectations quarantine the same rows,
+//! and a batch that fails publishes nothing.
+
+use crate::common::{expected_retail, Project};
+
+fn batched(p: &mut Project, rows: &str) {
+    p.env.push(("PIPELINE_BATCH_ROWS".into(), rows.into()));
+}
+
+fn engine_of(report: &serde_json::Value, table: &str) -> String {
+    report["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["table"] == table)
+        .map(|j| j["engine"].as_str().unwrap_or("").to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_full_recompute_in_batches_writes_the_reference_rows_one_file_per_partition() {
+    let mut p = Project::retail();
+    batched(&mut p, "1");
+    let report = p.json(&["run", "retail"]);
+    // Three months of orders, and a batch for the POS line without an order_ts.
+    assert_eq!(engine_of(&report, "silver.orders"), "local in 4 batches");
+    // A join streams: recomputed whole.
+    assert_eq!(engine_of(&report, "gold.fact_orders"), "local");
+    let expected = expected_retail();
+    for (table, want) in expected["tables"].as_object().unwrap() {
+        let (_, rows) = p.query_result(&["query", &format!("SELECT * FROM {table} ORDER BY 1")]);
+        let want_rows: Vec<Vec<Option<String>>> =
+            serde_json::from_value(want["rows"].clone()).unwrap();
+        assert_eq!(rows, want_rows, "rows of {table}");
+    }
+    let files = p.json(&["files", "silver.orders"]);
+    let mut partitions: Vec<&str> = files
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["partition"].as_str().unwrap())
+        .collect();
+    let n = partitions.len();
+    partitions.dedup();
+    assert_eq!(partitions.len(), n, "a partition in two files: {files}");
+    assert_eq!(n, 3);
+
+    // `--full-refresh` recomputes in batches again, to the same rows.
+    let before = p.contents("silver.orders");
+    let again = p.json(&["run", "retail", "--full-refresh"]);
+    assert_eq!(engine_of(&again, "silver.orders"), "local in 4 batches");
+    assert_eq!(p.contents("silver.orders"), before);
+}
+
+/// A transform that keeps the rows whose time column is NULL: the batches must compute them
+/// too (the NULL batch), or they would be lost.
+const KEEP_ALL: &str = r#"
+[[transform]]
+table = "silver.pos_copies"
+sql = "sql/retail/silver_pos_copies.sql"
+partition_by = ["month(order_ts)"]
+mode = "replace_partitions"
+incremental_by = { "bronze.pos_orders" = "order_ts" }
+"#;
+
+const KEEP_ALL_SQL: &str = "SELECT order_id, order_ts, _source_line,\n\
+    row_number() OVER (PARTITION BY order_id ORDER BY _source_line) AS copy_no\n\
+    FROM bronze.pos_orders";
+
+#[test]
+fn rows_whose_time_column_is_null_get_a_batch_of_their_own() {
+    let mut runs = Vec::new();
+    for rows in ["0", "1"] {
+        let mut p = Project::retail();
+        batched(&mut p, rows);
+        let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
+        p.write("pipelines/retail.toml", &format!("{spec}{KEEP_ALL}"));
+        p.write("sql/retail/silver_pos_copies.sql", KEEP_ALL_SQL);
+        let report = p.json(&["run", "retail"]);
+        let engine = engine_of(&report, "silver.pos_copies");
+        // Every bronze row comes out once, the NULL order_ts among them.
+        let bronze = p.query("SELECT count(*), count(order_ts) FROM bronze.pos_orders");
+        let out = p.query("SELECT count(*), count(order_ts) FROM silver.pos_copies");
+        assert_eq!(out, bronze, "with PIPELINE_BATCH_ROWS={rows}");
+        let (all, timed) = (bronze[0][0].clone(), bronze[0][1].clone());
+        assert_ne!(all, timed, "the sample has a POS line without order_ts");
+        let rows = p.query("SELECT * FROM silver.pos_copies ORDER BY _source_line, order_id");
+        runs.push((engine, rows));
+    }
+    assert_eq!(runs[0].0, "local");
+    assert_eq!(runs[1].0, "local in 4 batches");
+    assert_eq!(runs[1].1, runs[0].1);
+}
+
+#[test]
+fn batches_quarantine_the_same_rows_as_one_query() {
+    let drop_cancelled = "\n[[expect]]\ntable = \"silver.orders\"\ncheck = \"accepted_values\"\n\
+                          column = \"status\"\nvalues = [\"placed\", \"shipped\", \"delivered\"]\n\
+                          action = \"drop\"\n";
+    let mut runs = Vec::new();
+    for rows in ["0", "1"] {
+        let mut p = Project::retail();
+        batched(&mut p, rows);
+        let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
+        p.write("pipelines/retail.toml", &format!("{spec}{drop_cancelled}"));
+        let report = p.json(&["run", "retail"]);
+        let engine = engine_of(&report, "silver.orders");
+        let kept = p.query("SELECT count(*), sum(amount) FROM silver.orders");
+        let quarantined = p.query(
+            "SELECT order_id, status, _expectation FROM silver.orders__quarantine ORDER BY order_id",
+        );
+        assert!(!quarantined.is_empty());
+        runs.push((engine, kept, quarantined));
+    }
+    assert_eq!(runs[0].0, "local");
+    assert_eq!(runs[1].0, "local in 4 batches");
+    assert_eq!(runs[1].1, runs[0].1);
+    assert_eq!(runs[1].2, runs[0].2);
+}
+
+#[test]
+fn a_failing_batch_publishes_nothing_and_names_the_sql_file() {
+    let mut p = Project::retail();
+    p.json(&["run", "retail"]);
+    let before: Vec<_> = ["silver.orders", "gold.fact_orders"]
+        .iter()
+        .map(|t| p.current_snapshot(t))
+        .collect();
+    batched(&mut p, "1");
+    // Only March's rows divide by zero: the first batches succeed, the last one fails.
+    let sql = std::fs::read_to_string(p.path().join("sql/retail/silver_orders.sql")).unwrap();
+    let broken = sql.replace(
+        "WHERE copy_no = 1",
+        "WHERE copy_no = 1\n  AND 1 / CASE WHEN order_ts >= TIMESTAMP '2026-03-01 00:00:00' THEN 0 ELSE 1 END = 1",
+    );
+    assert_ne!(broken, sql);
+    p.write("sql/retail/silver_orders.sql", &broken);
+    let (code, message) = p.fails(&["run", "retail", "--full-refresh"]);
+    assert_ne!(code, 0);
+    assert!(message.contains("silver_orders.sql"), "{message}");
+    assert!(
+        message.to_lowercase().contains("divide by zero"),
+        "{message}"
+    );
+    let after: Vec<_> = ["silver.orders", "gold.fact_orders"]
+        .iter()
+        .map(|t| p.current_snapshot(t))
+        .collect();
+    assert_eq!(after, before, "a failed run published nothing");
+}
