@@ -13,7 +13,9 @@
 //! contiguous (a gap between partitions belongs to the batch before it), so every non-NULL
 //! value lies in exactly one batch. Rows whose time column is NULL (or whose file does not
 //! count its NULLs) get a batch of their own. No batches (`None`) when an input's bounds are
-//! unknown or all its rows fit one batch: the query runs whole, as before.
+//! unknown, all its rows fit one batch, or its files are not laid out by time (files spanning
+//! several batches would be decoded once per batch: more than a quarter more bytes read than
+//! by one query): the query runs whole, as before.
 
 use std::collections::BTreeMap;
 
@@ -65,17 +67,21 @@ pub async fn full_batches(
     if max_rows == 0 || job.incremental_by.is_empty() {
         return Ok(None);
     }
-    let mut rows_per_unit: BTreeMap<i32, u64> = BTreeMap::new();
+    let mut files = Vec::new();
     let mut nulls = false;
     for (name, table) in inputs {
         let Some(column) = job.range_column(name) else {
             continue;
         };
-        if !add_input_rows(table, column, grain, &mut rows_per_unit, &mut nulls).await? {
+        if !file_spans(table, column, grain, &mut files, &mut nulls).await? {
             return Ok(None);
         }
     }
-    let mut batches: Vec<Batch> = group_units(&rows_per_unit, max_rows)
+    let runs = group_units(&rows_per_unit(&files), max_rows);
+    if runs.len() < 2 || !reads_each_file_about_once(&files, &runs) {
+        return Ok(None);
+    }
+    let mut batches: Vec<Batch> = runs
         .into_iter()
         .map(|(first, last, rows)| {
             let mut range = PartitionRange::new(field.clone(), grain);
@@ -83,22 +89,29 @@ pub async fn full_batches(
             Batch::Range { range, rows }
         })
         .collect();
-    if batches.len() < 2 {
-        return Ok(None);
-    }
     if nulls {
         batches.push(Batch::Nulls);
     }
     Ok(Some(batches))
 }
 
-/// Adds the rows of `table`'s live data files to the partitions their bounds on `column` span;
-/// sets `nulls` when a file may hold NULLs there. False when a file's bounds are unknown.
-async fn add_input_rows(
+/// One input data file as the batches see it: the partitions (units) its bounds span, its rows
+/// and bytes.
+#[derive(Debug, Clone, Copy)]
+struct FileSpan {
+    first: i32,
+    last: i32,
+    rows: u64,
+    bytes: u64,
+}
+
+/// Adds `table`'s live data files with bounds on `column` to `files`; sets `nulls` when a file
+/// may hold NULLs there. False when a file's bounds are unknown.
+async fn file_spans(
     table: &Table,
     column: &str,
     grain: Grain,
-    rows_per_unit: &mut BTreeMap<i32, u64>,
+    files: &mut Vec<FileSpan>,
     nulls: &mut bool,
 ) -> Result<bool> {
     let metadata = table.metadata();
@@ -106,17 +119,17 @@ async fn add_input_rows(
         return Ok(false);
     };
     let field_id = field.id;
-    let files = changed_files(
+    let live = changed_files(
         table.file_io(),
         metadata,
         None,
         metadata.current_snapshot_id(),
     )
     .await?;
-    let Some(files) = files else {
+    let Some(live) = live else {
         return Ok(false);
     };
-    for file in files
+    for file in live
         .iter()
         .filter(|f| f.content_type() == DataContentType::Data)
     {
@@ -125,21 +138,53 @@ async fn add_input_rows(
         }
         match file_times(file, field_id) {
             FileTimes::Within(lo, hi) => {
-                let (a, b) = (grain.unit_of(lo), grain.unit_of(hi.max(lo)));
-                let units = b as i64 - a as i64 + 1;
-                if units > MAX_UNITS_PER_FILE {
+                let (first, last) = (grain.unit_of(lo), grain.unit_of(hi.max(lo)));
+                if last as i64 - first as i64 >= MAX_UNITS_PER_FILE {
                     return Ok(false);
                 }
-                let each = file.record_count().div_ceil(units as u64);
-                for unit in a..=b {
-                    *rows_per_unit.entry(unit).or_default() += each;
-                }
+                files.push(FileSpan {
+                    first,
+                    last,
+                    rows: file.record_count(),
+                    bytes: file.file_size_in_bytes(),
+                });
             }
             FileTimes::AllNull => {}
             FileTimes::Unknown => return Ok(false),
         }
     }
     Ok(true)
+}
+
+/// Each file's rows spread evenly over the units it spans.
+fn rows_per_unit(files: &[FileSpan]) -> BTreeMap<i32, u64> {
+    let mut rows: BTreeMap<i32, u64> = BTreeMap::new();
+    for f in files {
+        let each = f.rows.div_ceil((f.last - f.first) as u64 + 1);
+        for unit in f.first..=f.last {
+            *rows.entry(unit).or_default() += each;
+        }
+    }
+    rows
+}
+
+/// True when the batches `runs` read about as many bytes as one query would: a file whose
+/// bounds span several batches is read by each of them, so inputs not laid out by time (an
+/// unpartitioned table whose every file spans the whole history) would be decoded once per
+/// batch; then the query runs whole.
+fn reads_each_file_about_once(files: &[FileSpan], runs: &[(i32, i32, u64)]) -> bool {
+    let once: u64 = files.iter().map(|f| f.bytes).sum();
+    let batched: u64 = runs
+        .iter()
+        .map(|&(first, last, _)| {
+            files
+                .iter()
+                .filter(|f| f.first <= last && f.last >= first)
+                .map(|f| f.bytes)
+                .sum::<u64>()
+        })
+        .sum();
+    batched <= once + once / 4
 }
 
 /// Adjacent units grouped, in order, into contiguous runs `(first, last, rows)` of at most
@@ -196,5 +241,39 @@ mod tests {
         }
         assert_eq!(runs.iter().map(|r| r.2).sum::<u64>(), 4_150);
         assert_eq!(group_units(&units, u64::MAX), vec![(10, 17, 4_150)]);
+    }
+
+    fn file(first: i32, last: i32, rows: u64) -> FileSpan {
+        FileSpan {
+            first,
+            last,
+            rows,
+            bytes: rows * 10,
+        }
+    }
+
+    #[test]
+    fn files_laid_out_by_time_are_batched_and_files_spanning_the_history_are_not() {
+        // One file per month (a month-partitioned bronze table): each read by one batch.
+        let monthly: Vec<FileSpan> = (0..12).map(|m| file(m, m, 1_000)).collect();
+        let per_unit = rows_per_unit(&monthly);
+        assert_eq!(per_unit.values().sum::<u64>(), 12_000);
+        let runs = group_units(&per_unit, 3_000);
+        assert_eq!(runs.len(), 4);
+        assert!(reads_each_file_about_once(&monthly, &runs));
+        // Four files each spanning the whole year: every batch would decode all of them.
+        let spread: Vec<FileSpan> = (0..4).map(|_| file(0, 11, 3_000)).collect();
+        let per_unit = rows_per_unit(&spread);
+        assert_eq!(per_unit[&0], 4 * 250);
+        let runs = group_units(&per_unit, 3_000);
+        assert_eq!(runs.len(), 4);
+        assert!(!reads_each_file_about_once(&spread, &runs));
+        // A few files straddling a month boundary cost little: still batched.
+        let mut mostly: Vec<FileSpan> = (0..12).map(|m| file(m, m, 1_000)).collect();
+        mostly.push(file(5, 6, 100));
+        assert!(reads_each_file_about_once(
+            &mostly,
+            &group_units(&rows_per_unit(&mostly), 3_000)
+        ));
     }
 }

@@ -152,3 +152,23 @@ fn a_failing_batch_publishes_nothing_and_names_the_sql_file() {
         .collect();
     assert_eq!(after, before, "a failed run published nothing");
 }
+
+#[test]
+fn inputs_not_laid_out_by_time_run_whole_rather_than_once_per_batch() {
+    let mut p = Project::retail();
+    batched(&mut p, "1");
+    // Unpartitioned bronze: each load's file spans every month, so each batch would read all.
+    let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
+    let flat = spec.replace("partition_by = [\"month(order_ts)\"]\n", "");
+    assert_ne!(flat, spec);
+    p.write("pipelines/retail.toml", &flat);
+    let report = p.json(&["run", "retail"]);
+    assert_eq!(engine_of(&report, "silver.orders"), "local");
+    let expected = expected_retail();
+    for (table, want) in expected["tables"].as_object().unwrap() {
+        let (_, rows) = p.query_result(&["query", &format!("SELECT * FROM {table} ORDER BY 1")]);
+        let want_rows: Vec<Vec<Option<String>>> =
+            serde_json::from_value(want["rows"].clone()).unwrap();
+        assert_eq!(rows, want_rows, "rows of {table}");
+    }
+}
