@@ -1,7 +1,8 @@
-//! Batches of a full recompute: a transform with `incremental_by` that is recomputed whole (a
-//! new table, `--full-refresh`, a changed SQL) runs as a few queries, each over a run of
-//! adjacent partitions of its time column and only the input rows of that run, as a backfill
-//! of those partitions would (SQLMesh's `batch_size`, dbt's `microbatch`). `incremental_by`
+//! Batches of a recompute: a transform with `incremental_by` that is recomputed whole (a new
+//! table, `--full-refresh`, a changed SQL) or over many partitions (a backfill of a year) runs
+//! as a few queries, each over a run of adjacent partitions of its time column and only the
+//! input rows of that run, as a backfill of those partitions would (SQLMesh's `batch_size`,
+//! dbt's `microbatch`). `incremental_by`
 //! already says that a partition needs only the input rows of its own time range, so the
 //! batches' rows together are the whole query's; what it buys is memory: a sort or a window
 //! over the whole history (the usual `row_number()` dedup) holds one batch at a time instead
@@ -51,11 +52,14 @@ pub enum Batch {
     Nulls,
 }
 
-/// The batches a full recompute of `job` over `inputs` runs as (see the module docs), or
-/// `None` when it runs whole.
-pub async fn full_batches(
+/// The batches a recompute of `job` over `inputs` runs as (see the module docs): of the whole
+/// table, or with `within`, of those partitions only (a backfill, a run that replaces a range:
+/// every batch's range is inside it, and NULLs, in no partition, are not read). `None` when it
+/// runs as one query.
+pub async fn batches(
     job: &TransformJob,
     inputs: &[(TableName, Table)],
+    within: Option<&PartitionRange>,
     max_rows: u64,
 ) -> Result<Option<Vec<Batch>>> {
     let time = job
@@ -77,7 +81,13 @@ pub async fn full_batches(
             return Ok(None);
         }
     }
-    let runs = group_units(&rows_per_unit(&files), max_rows);
+    let mut per_unit = rows_per_unit(&files);
+    if let Some(within) = within {
+        files.retain(|f| within.units.range(f.first..=f.last).next().is_some());
+        per_unit.retain(|unit, _| within.units.contains(unit));
+        nulls = false;
+    }
+    let runs = group_units(&per_unit, max_rows);
     if runs.len() < 2 || !reads_each_file_about_once(&files, &runs) {
         return Ok(None);
     }
@@ -86,6 +96,9 @@ pub async fn full_batches(
         .map(|(first, last, rows)| {
             let mut range = PartitionRange::new(field.clone(), grain);
             range.units.extend(first..=last);
+            if let Some(within) = within {
+                range.units.retain(|unit| within.units.contains(unit));
+            }
             Batch::Range { range, rows }
         })
         .collect();

@@ -20,7 +20,7 @@ pub mod validate;
 
 pub use backfill::{jobs_in_scope, Backfill};
 pub use backfill_plan::{plan_backfill, PlannedInput, PlannedTable};
-pub use batches::{batch_rows, full_batches, Batch};
+pub use batches::{batch_rows, batches, Batch};
 pub use graph::{job_graph, JobGraph, JobId};
 pub use impact::{plan_changes, SchemaPlan};
 pub use lineage::{lineage_of, lineage_roots, lineage_target};

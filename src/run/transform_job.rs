@@ -17,7 +17,7 @@ use crate::commit::{JobContext, PartitionRange, StagedTable};
 use crate::engine::{new_session, register_table, remote_scheme, table_provider, CountedTable};
 use crate::error::{Error, Result};
 use crate::lineage::snapshot_renames;
-use crate::plan::{batch_rows, decide, full_batches, scope_properties, Batch, Forced, Scope};
+use crate::plan::{batch_rows, batches, decide, scope_properties, Batch, Forced, Scope};
 use crate::spec::{BallistaEngine, Engine, TableName, TransformJob};
 use crate::transform::{
     logical_plan, null_predicate, range_predicate, run_transform, sorts_all_rows, ParsedTransform,
@@ -106,19 +106,21 @@ impl TransformRun<'_> {
         Ok(session)
     }
 
-    /// The sessions of a full recompute in batches (`plan::batches`), each with its input
-    /// rows: when the query runs here and sorts all its rows (`whole`, a session of every
-    /// input row, plans it), and its inputs make two batches or more. `None`: it runs whole.
+    /// The sessions of a recompute in batches (`plan::batches`; with `range`, of those
+    /// partitions), each with its input rows: when the query runs here and sorts all its rows
+    /// (`whole`, the session of the whole recompute, plans it), and its inputs make two
+    /// batches or more. `None`: it runs as one query.
     async fn batch_sessions(
         &self,
         whole: &SessionContext,
         inputs: &[(TableName, Table)],
+        range: Option<&PartitionRange>,
         facts: &TransformFacts,
     ) -> Result<Option<Vec<(SessionContext, u64)>>> {
         if facts.on_cluster || !sorts_all_rows(&logical_plan(whole, self.job, self.parsed).await?) {
             return Ok(None);
         }
-        let Some(batches) = full_batches(self.job, inputs, batch_rows()).await? else {
+        let Some(batches) = batches(self.job, inputs, range, batch_rows()).await? else {
             return Ok(None);
         };
         tracing::info!(
@@ -314,10 +316,9 @@ impl TransformRun<'_> {
             let session = self
                 .session(&inputs, current.as_ref(), range, &mut facts)
                 .await?;
-            let batches = match scope {
-                Scope::Full(_) => self.batch_sessions(&session, &inputs, &facts).await?,
-                _ => None,
-            };
+            let batches = self
+                .batch_sessions(&session, &inputs, range, &facts)
+                .await?;
             let queries = queries(&session, rows_in, batches.as_deref());
             let outcome = run_transform(
                 ctx,

@@ -172,3 +172,50 @@ fn inputs_not_laid_out_by_time_run_whole_rather_than_once_per_batch() {
         assert_eq!(rows, want_rows, "rows of {table}");
     }
 }
+
+#[test]
+fn a_backfill_of_several_months_runs_in_batches_inside_its_range() {
+    let mut p = Project::retail();
+    p.json(&["run", "retail"]);
+    let contents = p.contents("silver.orders");
+    let before = p.files("silver.orders");
+    batched(&mut p, "1");
+    let report = p.json(&[
+        "backfill",
+        "retail",
+        "--from",
+        "2026-01-01",
+        "--to",
+        "2026-02-28",
+        "--tables",
+        "silver.orders",
+    ]);
+    assert_eq!(engine_of(&report, "silver.orders"), "local in 2 batches");
+    // Same inputs, same rows; March's file is the very same, January's and February's new.
+    assert_eq!(p.contents("silver.orders"), contents);
+    let after = p.files("silver.orders");
+    let march = |files: &std::collections::BTreeMap<String, (String, String)>| {
+        files
+            .iter()
+            .filter(|(_, (partition, _))| partition.contains("2026-03"))
+            .map(|(path, v)| (path.clone(), v.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(march(&after), march(&before));
+    assert_eq!(after.len(), before.len());
+    let new: Vec<_> = after.keys().filter(|k| !before.contains_key(*k)).collect();
+    assert_eq!(new.len(), 2, "{after:?}");
+
+    // A run that replaces one month is one query.
+    p.write(
+        "sample-data/retail/orders/pos_2026-03-20.csv",
+        "order_id,customer_id,order_ts,product,quantity,unit_price,status\n\
+         3001,1,2026-03-20 10:00:00,Tea,4,5.00,shipped\n",
+    );
+    let report = p.json(&["run", "retail"]);
+    assert_eq!(engine_of(&report, "silver.orders"), "local");
+    assert_eq!(
+        p.query("SELECT count(*) FROM silver.orders WHERE order_id = 3001"),
+        vec![vec![Some("1".to_string())]]
+    );
+}
