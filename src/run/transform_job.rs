@@ -117,7 +117,11 @@ impl TransformRun<'_> {
         range: Option<&PartitionRange>,
         facts: &TransformFacts,
     ) -> Result<Option<Vec<(SessionContext, u64)>>> {
-        if facts.on_cluster || !sorts_all_rows(&logical_plan(whole, self.job, self.parsed).await?) {
+        // A batch is a run of whole partitions: one partition is one query.
+        if facts.on_cluster || range.is_some_and(|r| r.units.len() < 2) {
+            return Ok(None);
+        }
+        if !sorts_all_rows(&logical_plan(whole, self.job, self.parsed).await?) {
             return Ok(None);
         }
         let Some(batches) = batches(self.job, inputs, range, batch_rows()).await? else {
@@ -316,9 +320,15 @@ impl TransformRun<'_> {
             let session = self
                 .session(&inputs, current.as_ref(), range, &mut facts)
                 .await?;
-            let batches = self
-                .batch_sessions(&session, &inputs, range, &facts)
-                .await?;
+            // A nightly run's range (the partitions new rows fall in) is one query: looking
+            // for batches reads every manifest of the inputs, a cost that grows with history.
+            let batches = match (&scope, &self.options.backfill) {
+                (Scope::Full(_), _) | (Scope::Range(_), Some(_)) => {
+                    self.batch_sessions(&session, &inputs, range, &facts)
+                        .await?
+                }
+                _ => None,
+            };
             let queries = queries(&session, rows_in, batches.as_deref());
             let outcome = run_transform(
                 ctx,

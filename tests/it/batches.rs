@@ -206,16 +206,27 @@ fn a_backfill_of_several_months_runs_in_batches_inside_its_range() {
     let new: Vec<_> = after.keys().filter(|k| !before.contains_key(*k)).collect();
     assert_eq!(new.len(), 2, "{after:?}");
 
-    // A run that replaces one month is one query.
+    // A nightly run replacing the months its new rows fall in (January and March here) is one
+    // query: looking for batches would read every manifest of the inputs every night.
     p.write(
         "sample-data/retail/orders/pos_2026-03-20.csv",
         "order_id,customer_id,order_ts,product,quantity,unit_price,status\n\
-         3001,1,2026-03-20 10:00:00,Tea,4,5.00,shipped\n",
+         3001,1,2026-03-20 10:00:00,Tea,4,5.00,shipped\n\
+         3002,1,2026-01-20 10:00:00,Tea,4,5.00,shipped\n",
     );
     let report = p.json(&["run", "retail"]);
+    assert_eq!(
+        report["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["table"] == "silver.orders")
+            .map(|j| j["action"].as_str().unwrap()),
+        Some("replace month(order_date) in 2026-01, 2026-03")
+    );
     assert_eq!(engine_of(&report, "silver.orders"), "local");
     assert_eq!(
-        p.query("SELECT count(*) FROM silver.orders WHERE order_id = 3001"),
-        vec![vec![Some("1".to_string())]]
+        p.query("SELECT count(*) FROM silver.orders WHERE order_id IN (3001, 3002)"),
+        vec![vec![Some("2".to_string())]]
     );
 }
