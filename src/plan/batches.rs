@@ -24,22 +24,33 @@ use iceberg::spec::DataContentType;
 use iceberg::table::Table;
 
 use crate::commit::{changed_files, file_times, FileTimes, PartitionRange};
+use crate::engine::memory_limit_mb;
 use crate::error::Result;
 use crate::spec::{Grain, TableName, TransformJob};
 
-/// Input rows per batch of a full recompute, unless `PIPELINE_BATCH_ROWS` says otherwise (0:
-/// never in batches).
-pub const DEFAULT_BATCH_ROWS: u64 = 1_000_000;
+/// Input rows per batch per GiB of the memory pool (`PIPELINE_MEMORY_LIMIT_MB`, default 1 GiB:
+/// a batch of the retail dedup sorts in memory), unless `PIPELINE_BATCH_ROWS` says otherwise.
+pub const BATCH_ROWS_PER_GIB: u64 = 1_000_000;
+
+/// The fewest input rows per batch, however small the pool: below it a batch's fixed costs
+/// (planning, reading the inputs' manifests) outweigh what it saves.
+const MIN_BATCH_ROWS: u64 = 100_000;
 
 /// A file whose bounds span more partitions than this is taken as unknown (no batches).
 const MAX_UNITS_PER_FILE: i64 = 100_000;
 
-/// Input rows per batch (`PIPELINE_BATCH_ROWS`, else [`DEFAULT_BATCH_ROWS`]).
+/// Input rows per batch: `PIPELINE_BATCH_ROWS` (0: never in batches), else
+/// [`BATCH_ROWS_PER_GIB`] per GiB of the process's memory pool.
 pub fn batch_rows() -> u64 {
     std::env::var("PIPELINE_BATCH_ROWS")
         .ok()
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(DEFAULT_BATCH_ROWS)
+        .unwrap_or_else(|| rows_for_pool(memory_limit_mb() as u64))
+}
+
+/// [`BATCH_ROWS_PER_GIB`] per GiB of a pool of `mb` MiB, at least [`MIN_BATCH_ROWS`].
+fn rows_for_pool(mb: u64) -> u64 {
+    (BATCH_ROWS_PER_GIB.saturating_mul(mb) / 1024).max(MIN_BATCH_ROWS)
 }
 
 /// One batch of a full recompute: the input rows it reads.
@@ -254,6 +265,14 @@ mod tests {
         }
         assert_eq!(runs.iter().map(|r| r.2).sum::<u64>(), 4_150);
         assert_eq!(group_units(&units, u64::MAX), vec![(10, 17, 4_150)]);
+    }
+
+    #[test]
+    fn batches_grow_with_the_memory_pool_down_to_a_floor() {
+        assert_eq!(rows_for_pool(1024), 1_000_000);
+        assert_eq!(rows_for_pool(4096), 4_000_000);
+        assert_eq!(rows_for_pool(512), 500_000);
+        assert_eq!(rows_for_pool(16), MIN_BATCH_ROWS);
     }
 
     fn file(first: i32, last: i32, rows: u64) -> FileSpan {
