@@ -86,14 +86,12 @@ impl TransformRun<'_> {
                 .map_err(|e| Error::table(name, "cannot read table", e))?;
             let provider = match (rows, self.job.range_column(name)) {
                 (Rows::All, _) | (_, None) => provider,
-                (Rows::In(range), Some(column)) => {
+                (rows, Some(column)) => {
                     let df = session.read_table(provider)?;
-                    let predicate = range_predicate(df.schema(), column, &range.spans())?;
-                    df.filter(predicate)?.into_view()
-                }
-                (Rows::Null, Some(column)) => {
-                    let df = session.read_table(provider)?;
-                    let predicate = null_predicate(df.schema(), column)?;
+                    let predicate = match rows {
+                        Rows::In(range) => range_predicate(df.schema(), column, &range.spans())?,
+                        _ => null_predicate(df.schema(), column)?,
+                    };
                     df.filter(predicate)?.into_view()
                 }
             };
@@ -124,15 +122,15 @@ impl TransformRun<'_> {
         if !sorts_all_rows(&logical_plan(whole, self.job, self.parsed).await?) {
             return Ok(None);
         }
-        let Some(batches) = batches(self.job, inputs, range, batch_rows()).await? else {
+        let max_rows = batch_rows();
+        let Some(batches) = batches(self.job, inputs, range, max_rows).await? else {
             return Ok(None);
         };
         tracing::info!(
             table = %self.job.table,
-            "{} is recomputed in {} batches of about {} input rows",
+            "{} is recomputed in {} batches of at most about {max_rows} input rows",
             self.job.table,
             batches.len(),
-            batch_rows()
         );
         let mut sessions = Vec::with_capacity(batches.len());
         for batch in &batches {

@@ -13,20 +13,22 @@ const MICROS_PER_DAY: i64 = 86_400_000_000;
 /// The predicate selecting rows whose `column` (in `schema`) is NULL: the rows no time range
 /// selects.
 pub fn null_predicate(schema: &DFSchema, column: &str) -> Result<Expr> {
+    Ok(column_of(schema, column)?.0.is_null())
+}
+
+/// `column` of `schema` as an expression, with its type.
+fn column_of(schema: &DFSchema, column: &str) -> Result<(Expr, DataType)> {
     let (qualifier, field) = schema
         .qualified_field_with_unqualified_name(column)
         .map_err(|_| Error::Usage(format!("no column `{column}` to filter by time range")))?;
-    Ok(Expr::Column(Column::new(qualifier.cloned(), field.name())).is_null())
+    let expr = Expr::Column(Column::new(qualifier.cloned(), field.name()));
+    Ok((expr, field.data_type().clone()))
 }
 
 /// The predicate selecting rows of `column` (in `schema`) within any of `spans` (half-open,
 /// microseconds since the epoch). Errors when the column is missing or not a date/timestamp.
 pub fn range_predicate(schema: &DFSchema, column: &str, spans: &[(i64, i64)]) -> Result<Expr> {
-    let (qualifier, field) = schema
-        .qualified_field_with_unqualified_name(column)
-        .map_err(|_| Error::Usage(format!("no column `{column}` to filter by time range")))?;
-    let column_expr = Expr::Column(Column::new(qualifier.cloned(), field.name()));
-    let data_type = field.data_type().clone();
+    let (column_expr, data_type) = column_of(schema, column)?;
     let literal = |micros: i64, round_up: bool| -> Result<ScalarValue> {
         Ok(match &data_type {
             DataType::Date32 => {

@@ -62,21 +62,21 @@ pub struct Query<'a> {
     pub input_rows: u64,
 }
 
-/// Runs a transform whose inputs are registered in each batch's session and stages its output:
+/// Runs a transform whose inputs are registered in each query's session and stages its output:
 /// a full overwrite, or with `range`, a replace of exactly those partitions (the output is
-/// filtered to the range, so no other partition can be touched). The batches' queries run one
-/// after another and their files make one snapshot: a full recompute in batches
-/// (`plan::batches`) writes the union of their rows.
+/// filtered to the range, so no other partition can be touched). The queries run one after
+/// another and their files make one snapshot: a recompute in batches (`plan::batches`) writes
+/// the union of their rows.
 pub async fn run_transform(
     ctx: &JobContext,
-    batches: &[Query<'_>],
+    queries: &[Query<'_>],
     job: &TransformJob,
     parsed: &ParsedTransform,
     range: Option<&PartitionRange>,
     facts: &TransformFacts,
     progress: Arc<AtomicU64>,
 ) -> Result<TransformOutcome> {
-    let first = batches
+    let first = queries
         .first()
         .ok_or_else(|| Error::Internal(format!("{}: no query to run", job.table)))?;
     let plan = logical_plan(first.session, job, parsed).await?;
@@ -99,15 +99,15 @@ pub async fn run_transform(
     }
     let targets = (&target, quarantine.as_ref());
     let mut written = Written::default();
-    for (i, batch) in batches.iter().enumerate() {
+    for (i, query) in queries.iter().enumerate() {
         let mut plan = match i {
             0 => plan.clone(),
-            _ => logical_plan(batch.session, job, parsed).await?,
+            _ => logical_plan(query.session, job, parsed).await?,
         };
         if let Some(range) = range {
             plan = filter_to_range(job, plan, range)?;
         }
-        let one = write_batch(ctx, batch, job, plan, targets, facts.on_cluster, &progress);
+        let one = write_query(ctx, query, job, plan, targets, facts.on_cluster, &progress);
         written.absorb(one.await?);
     }
     let (files, dropped) = (written.files, written.dropped);
@@ -135,11 +135,11 @@ pub async fn run_transform(
     })
 }
 
-/// Runs one batch's query (`plan`, planned in its session) into the table (and the
+/// Runs one query (`plan`, planned in its session) into the table (and the
 /// quarantine table, with `drop` expectations), in files of a prefix of its own.
-async fn write_batch(
+async fn write_query(
     ctx: &JobContext,
-    batch: &Query<'_>,
+    query: &Query<'_>,
     job: &TransformJob,
     mut plan: LogicalPlan,
     (table, quarantine): (&TableTarget, Option<&TableTarget>),
@@ -148,13 +148,13 @@ async fn write_batch(
 ) -> Result<Written> {
     let prefix = format!("{}-{}", ctx.run_id, uuid::Uuid::new_v4().simple());
     if quarantine.is_some() {
-        plan = drop::tag_violations(batch.session, plan, &job.drops).await?;
+        plan = drop::tag_violations(query.session, plan, &job.drops).await?;
     }
     write_result(
-        batch.session,
+        query.session,
         job,
         plan,
-        batch.input_rows,
+        query.input_rows,
         Targets {
             table,
             quarantine,

@@ -5,20 +5,10 @@
 //! NULL are computed too (a batch of their own), `drop` expectations quarantine the same rows,
 //! and a batch that fails publishes nothing.
 
-use crate::common::{expected_retail, Project};
+use crate::common::{action, engine as engine_of, Project};
 
 fn batched(p: &mut Project, rows: &str) {
     p.env.push(("PIPELINE_BATCH_ROWS".into(), rows.into()));
-}
-
-fn engine_of(report: &serde_json::Value, table: &str) -> String {
-    report["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|j| j["table"] == table)
-        .map(|j| j["engine"].as_str().unwrap_or("").to_string())
-        .unwrap_or_default()
 }
 
 #[test]
@@ -30,13 +20,7 @@ fn a_full_recompute_in_batches_writes_the_reference_rows_one_file_per_partition(
     assert_eq!(engine_of(&report, "silver.orders"), "local in 4 batches");
     // A join streams: recomputed whole.
     assert_eq!(engine_of(&report, "gold.fact_orders"), "local");
-    let expected = expected_retail();
-    for (table, want) in expected["tables"].as_object().unwrap() {
-        let (_, rows) = p.query_result(&["query", &format!("SELECT * FROM {table} ORDER BY 1")]);
-        let want_rows: Vec<Vec<Option<String>>> =
-            serde_json::from_value(want["rows"].clone()).unwrap();
-        assert_eq!(rows, want_rows, "rows of {table}");
-    }
+    p.assert_retail_reference_rows();
     let files = p.json(&["files", "silver.orders"]);
     let mut partitions: Vec<&str> = files
         .as_array()
@@ -77,8 +61,7 @@ fn rows_whose_time_column_is_null_get_a_batch_of_their_own() {
     for rows in ["0", "1"] {
         let mut p = Project::retail();
         batched(&mut p, rows);
-        let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
-        p.write("pipelines/retail.toml", &format!("{spec}{KEEP_ALL}"));
+        p.append_to_retail_spec(KEEP_ALL);
         p.write("sql/retail/silver_pos_copies.sql", KEEP_ALL_SQL);
         let report = p.json(&["run", "retail"]);
         let engine = engine_of(&report, "silver.pos_copies");
@@ -105,8 +88,7 @@ fn batches_quarantine_the_same_rows_as_one_query() {
     for rows in ["0", "1"] {
         let mut p = Project::retail();
         batched(&mut p, rows);
-        let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
-        p.write("pipelines/retail.toml", &format!("{spec}{drop_cancelled}"));
+        p.append_to_retail_spec(drop_cancelled);
         let report = p.json(&["run", "retail"]);
         let engine = engine_of(&report, "silver.orders");
         let kept = p.query("SELECT count(*), sum(amount) FROM silver.orders");
@@ -164,13 +146,7 @@ fn inputs_not_laid_out_by_time_run_whole_rather_than_once_per_batch() {
     p.write("pipelines/retail.toml", &flat);
     let report = p.json(&["run", "retail"]);
     assert_eq!(engine_of(&report, "silver.orders"), "local");
-    let expected = expected_retail();
-    for (table, want) in expected["tables"].as_object().unwrap() {
-        let (_, rows) = p.query_result(&["query", &format!("SELECT * FROM {table} ORDER BY 1")]);
-        let want_rows: Vec<Vec<Option<String>>> =
-            serde_json::from_value(want["rows"].clone()).unwrap();
-        assert_eq!(rows, want_rows, "rows of {table}");
-    }
+    p.assert_retail_reference_rows();
 }
 
 #[test]
@@ -216,13 +192,8 @@ fn a_backfill_of_several_months_runs_in_batches_inside_its_range() {
     );
     let report = p.json(&["run", "retail"]);
     assert_eq!(
-        report["jobs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|j| j["table"] == "silver.orders")
-            .map(|j| j["action"].as_str().unwrap()),
-        Some("replace month(order_date) in 2026-01, 2026-03")
+        action(&report, "silver.orders"),
+        "replace month(order_date) in 2026-01, 2026-03"
     );
     assert_eq!(engine_of(&report, "silver.orders"), "local");
     assert_eq!(

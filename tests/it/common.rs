@@ -233,6 +233,25 @@ impl Project {
         all.into_iter().partition(|r| r["error"].is_null())
     }
 
+    /// Adds `text` to the end of `pipelines/retail.toml`.
+    pub fn append_to_retail_spec(&self, text: &str) {
+        let spec = std::fs::read_to_string(self.path().join("pipelines/retail.toml")).unwrap();
+        self.write("pipelines/retail.toml", &format!("{spec}{text}"));
+    }
+
+    /// Asserts that every table of tests/expected/retail.json holds exactly the reference's
+    /// rows.
+    pub fn assert_retail_reference_rows(&self) {
+        let expected = expected_retail();
+        for (table, want) in expected["tables"].as_object().unwrap() {
+            let (_, rows) =
+                self.query_result(&["query", &format!("SELECT * FROM {table} ORDER BY 1")]);
+            let want_rows: Vec<Vec<Option<String>>> =
+                serde_json::from_value(want["rows"].clone()).unwrap();
+            assert_eq!(rows, want_rows, "rows of {table}");
+        }
+    }
+
     /// The current snapshot id of a table.
     pub fn current_snapshot(&self, table: &str) -> i64 {
         id(&self.json(&["describe", table])["current_snapshot_id"]).expect("table has a snapshot")
@@ -436,6 +455,18 @@ impl Paused {
         let (ok, log) = self.release();
         (ok, log, stdout.recv().unwrap())
     }
+}
+
+/// Where a run report (`run --json`) says the job writing `table` ran (`local`, `local in N
+/// batches`, a cluster; empty when no job wrote it).
+pub fn engine(report: &Value, table: &str) -> String {
+    report["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["table"] == table)
+        .map(|j| j["engine"].as_str().unwrap_or("").to_string())
+        .unwrap_or_default()
 }
 
 /// What a run report (`run --json`) says a job did to `table` (empty when no job wrote it).

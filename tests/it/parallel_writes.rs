@@ -15,13 +15,7 @@ fn parallel_writers_write_the_reference_rows_one_file_per_partition() {
     let mut p = Project::retail();
     parallel(&mut p);
     p.json(&["run", "retail"]);
-    let expected = expected_retail();
-    for (table, want) in expected["tables"].as_object().unwrap() {
-        let (_, rows) = p.query_result(&["query", &format!("SELECT * FROM {table} ORDER BY 1")]);
-        let want_rows: Vec<Vec<Option<String>>> =
-            serde_json::from_value(want["rows"].clone()).unwrap();
-        assert_eq!(rows, want_rows, "rows of {table}");
-    }
+    p.assert_retail_reference_rows();
     for table in ["silver.orders", "gold.fact_orders", "gold.monthly_revenue"] {
         let files = p.json(&["files", table]);
         let mut partitions: Vec<&str> = files
@@ -52,8 +46,7 @@ fn parallel_writers_quarantine_the_same_rows_as_one_writer() {
         if parallel_writes {
             parallel(&mut p);
         }
-        let spec = std::fs::read_to_string(p.path().join("pipelines/retail.toml")).unwrap();
-        p.write("pipelines/retail.toml", &format!("{spec}{drop_cancelled}"));
+        p.append_to_retail_spec(drop_cancelled);
         let report = p.json(&["run", "retail"]);
         let dropped = report["quality"]
             .as_array()
