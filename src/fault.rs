@@ -14,6 +14,8 @@
 //! - `version-token-read NS.TABLE` (S3 Tables): the table's version token is read and the
 //!   move that uses it not yet sent.
 //!
+//! - `transform-staged NS.TABLE` (async): a transform job is done (its table staged, or up
+//!   to date), and the jobs that read it have not started;
 //! - `published` (async): a run published its tables and record; its `after_run` maintenance
 //!   has not started (a schedule's timeout may strike here).
 //!

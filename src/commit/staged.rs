@@ -89,6 +89,11 @@ impl StagedTable {
             .build()?)
     }
 
+    /// The table's rows in the staged snapshot.
+    pub fn total_rows(&self) -> u64 {
+        summary::total_records(self.metadata.snapshot_by_id(self.snapshot_id))
+    }
+
     /// The metadata to publish: the staged snapshot becomes `main`.
     pub fn published_metadata(&self) -> Result<TableMetadata> {
         Ok(self
@@ -118,7 +123,7 @@ impl StagedTable {
             },
             snapshot_before: self.metadata.current_snapshot_id(),
             snapshot_after: Some(self.snapshot_id),
-            rows: summary::total_records(self.metadata.snapshot_by_id(self.snapshot_id)),
+            rows: self.total_rows(),
             expired: None,
             dropped_metadata: None,
         }

@@ -193,6 +193,7 @@ impl<'a> TableOperation<'a> for EraseOperation<'a> {
         let start = Start {
             staged: surveyed.found.staged,
             jobs: Some(surveyed.recomputed.into_iter().collect()),
+            audit_early: false,
         };
         let pipeline_arc = Arc::new(pipeline.clone());
         let executed = execute(
@@ -221,6 +222,7 @@ impl<'a> TableOperation<'a> for EraseOperation<'a> {
         Some(ToAudit {
             tables: &staged.tables.tables,
             dropped: &staged.dropped,
+            early: &[],
         })
     }
 

@@ -148,6 +148,9 @@ pub enum Staging<S, O> {
 /// expectations dropped.
 pub struct ToAudit<'s> {
     pub tables: &'s [StagedTable],
+    /// Results of expectations already evaluated (while later jobs ran), by index in the
+    /// pipeline's expectations; the audit step evaluates the others.
+    pub early: &'s [(usize, crate::records::QualityResult)],
     pub dropped: &'s std::collections::HashMap<TableName, std::collections::BTreeMap<String, u64>>,
 }
 
@@ -288,6 +291,7 @@ async fn steps<'a, O: TableOperation<'a>>(
                 validated,
                 audited.tables,
                 audited.dropped,
+                audited.early,
                 &run.run_id,
                 started.timestamp_micros(),
                 observer.as_ref(),

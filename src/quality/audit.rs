@@ -37,6 +37,10 @@ pub struct AuditContext<'a> {
     pub lineage: &'a PipelineLineage,
     /// The pipeline's bronze tables (they carry `_source_file` and `_run_id`).
     pub bronze: &'a BTreeSet<TableName>,
+    /// Evaluate only the expectations that read at most this many rows of their table (the
+    /// rows this run wrote, when the check looks at those only; else the whole table); the
+    /// others are left out of the results. `None`: every expectation.
+    pub max_rows: Option<u64>,
 }
 
 /// Makes the rows `staged` wrote readable as a view (named after the table, with a suffix no
@@ -85,12 +89,14 @@ async fn written_view(
 }
 
 /// Evaluates the expectations on the tables in `staged` (run start: `started_micros`).
-/// Returns every result; the caller fails the run on a failed `fail` expectation.
+/// Returns the result of each expectation on a table of `staged` (not a `drop`), in order:
+/// `None` for one left out by [`AuditContext::max_rows`]. The caller fails the run on a failed
+/// `fail` expectation.
 pub async fn audit(
     expectations: &[Expectation],
     staged: &[StagedTable],
     ctx: &AuditContext<'_>,
-) -> Result<Vec<QualityResult>> {
+) -> Result<Vec<Option<QualityResult>>> {
     let changed: HashMap<&TableName, &StagedTable> = staged.iter().map(|s| (&s.table, s)).collect();
     // `drop` expectations were applied while the table was written.
     let due: Vec<&Expectation> = expectations
@@ -187,10 +193,16 @@ impl Auditor<'_> {
     }
 
     /// Evaluates `e` on its staged table (or only on the rows this run wrote, see
-    /// [`Auditor::scope`]) and returns its result.
-    async fn evaluate(&mut self, e: &Expectation) -> Result<QualityResult> {
+    /// [`Auditor::scope`]) and returns its result; `None` when it would read more rows than
+    /// [`AuditContext::max_rows`].
+    async fn evaluate(&mut self, e: &Expectation) -> Result<Option<QualityResult>> {
         let rule = rule_of(e);
         let scope = self.scope(e, &rule).await?;
+        if let Some(max) = self.ctx.max_rows {
+            if self.rows_read(e, &scope) > max {
+                return Ok(None);
+            }
+        }
         let (listing_sql, counting_sql) = match &scope {
             Some((view, _)) => written_sql(e, view),
             None => (violations_sql(e), count_sql(e)),
@@ -224,7 +236,7 @@ impl Auditor<'_> {
             Evaluated::Anomaly { measured, .. } => Some(*measured),
         };
         let (violations, detail, sample) = self.settle(e, evaluated).await?;
-        Ok(QualityResult {
+        Ok(Some(QualityResult {
             name: e.name.clone(),
             table: e.table.to_string(),
             check: e.check.kind().into(),
@@ -236,7 +248,18 @@ impl Auditor<'_> {
             measured,
             rule,
             scope: scope.map(|_| "written".to_string()),
-        })
+        }))
+    }
+
+    /// The rows of its table `e` reads: none for `row_count` and `volume` (they read the
+    /// staged snapshot's summary), the rows this run wrote when `scope` holds them, else the
+    /// whole table.
+    fn rows_read(&self, e: &Expectation, scope: &Option<(TableName, u64)>) -> u64 {
+        match (&e.check, scope) {
+            (Check::RowCount { .. } | Check::Volume { .. }, _) => 0,
+            (_, Some((_, written))) => *written,
+            (_, None) => self.changed[&e.table].total_rows(),
+        }
     }
 
     /// The view of the rows this run wrote to the table of `e`, and their count, when `e`

@@ -9,12 +9,15 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
 
+use super::early_audit::EarlyAudits;
 use super::options::RunOptions;
 use super::transform_job::{TransformDone, TransformRun};
 use crate::commit::{JobContext, JobKind, StagedTable};
 use crate::engine::return_freed_memory;
 use crate::error::{Error, Result};
+use crate::fault::pause_point_async;
 use crate::ingest::{run_ingest, IngestOutcome};
+use crate::operation::audit::EarlyResults;
 use crate::operation::{JobReport, Observer};
 use crate::plan::{jobs_in_scope, JobId, Scope, Validated};
 use crate::spec::{Pipeline, TableName};
@@ -28,6 +31,8 @@ pub(crate) struct Executed {
     pub staged: Vec<StagedTable>,
     /// Rows each transform's `drop` expectations removed, by table and expectation.
     pub dropped: HashMap<TableName, BTreeMap<String, u64>>,
+    /// Expectations audited while later jobs ran (with [`Start::audit_early`]).
+    pub early: EarlyResults,
 }
 
 /// What one finished job left.
@@ -46,6 +51,9 @@ type RunningJobs = HashMap<TableName, (Instant, Arc<AtomicU64>)>;
 pub(crate) struct Start {
     pub staged: Vec<StagedTable>,
     pub jobs: Option<HashSet<JobId>>,
+    /// Audit each expectation as soon as no job left in the run writes its tables (see
+    /// [`EarlyAudits`]), while the other jobs run.
+    pub audit_early: bool,
 }
 
 /// Runs every job of `validated`'s graph that `options` (or `start`) puts in scope, in
@@ -64,6 +72,9 @@ pub(crate) async fn execute(
         Some(jobs) => jobs,
         None => jobs_in_scope(graph, &pipeline, options.backfill.as_ref(), &options.select)?,
     };
+    let spec = pipeline.clone();
+    let mut early = EarlyAudits::new(&spec, validated, &ctx.run_id, ctx.started_at_micros);
+    let audit_early = start.audit_early;
     let launcher = Launcher::new(ctx, pipeline, validated, options, observer, start.staged);
     let ticker = tokio::spawn(report_progress(
         launcher.running.clone(),
@@ -90,23 +101,23 @@ pub(crate) async fn execute(
                 }
                 launcher.spawn(*job, &mut tasks);
             }
-            let Some(joined) = tasks.join_next().await else {
+            let joined = tokio::select! {
+                joined = tasks.join_next() => joined,
+                () = early.next(), if early.is_running() => continue,
+            };
+            let Some(joined) = joined else {
                 break;
             };
             let (job, seconds, outcome) =
                 joined.map_err(|e| Error::Internal(format!("a job panicked: {e}")))?;
             let report = keep(outcome?, seconds, &launcher.staged, &mut dropped);
-            if let Some(name) = TableName::parse(&report.table) {
-                launcher
-                    .running
-                    .lock()
-                    .expect("progress lock")
-                    .remove(&name);
-            }
-            launcher.observer.job_finished(&report);
-            return_freed_memory();
+            launcher.finished(&report);
             reports.push(report);
             done.insert(job);
+            if audit_early {
+                let pending = pending_tables(&spec, &in_scope, &done);
+                early.start_ready(&pending, &launcher.staged.lock().expect("staged lock"));
+            }
         }
         Ok(())
     }
@@ -116,11 +127,31 @@ pub(crate) async fn execute(
         tasks.abort_all();
         return Err(e);
     }
+    let early = early.finish().await?;
     Ok(Executed {
         reports,
         staged: launcher.staged_tables(),
         dropped,
+        early,
     })
+}
+
+/// The tables (and their quarantine tables) of the jobs in scope not done yet.
+fn pending_tables(
+    pipeline: &Pipeline,
+    in_scope: &HashSet<JobId>,
+    done: &HashSet<JobId>,
+) -> HashSet<TableName> {
+    let mut pending = HashSet::new();
+    for job in in_scope.difference(done) {
+        let table = match *job {
+            JobId::Ingest(i) => &pipeline.ingests[i].table,
+            JobId::Transform(i) => &pipeline.transforms[i].table,
+        };
+        pending.insert(table.quarantine());
+        pending.insert(table.clone());
+    }
+    pending
 }
 
 /// What every job of a run shares, to start one as a task of its own.
@@ -156,6 +187,16 @@ impl Launcher {
             options,
             observer,
         }
+    }
+
+    /// Takes a finished job off the progress, tells the observer, and gives the memory it
+    /// freed back to the system.
+    fn finished(&self, report: &JobReport) {
+        if let Some(name) = TableName::parse(&report.table) {
+            self.running.lock().expect("progress lock").remove(&name);
+        }
+        self.observer.job_finished(report);
+        return_freed_memory();
     }
 
     /// Every table staged so far, sorted by name.
@@ -194,18 +235,22 @@ impl Launcher {
                 JobId::Ingest(i) => run_ingest(&ctx, &pipeline.ingests[i], counter)
                     .await
                     .map(|o| Outcome::Ingest(Box::new(o))),
-                JobId::Transform(i) => TransformRun {
-                    ctx: &ctx,
-                    job: &pipeline.transforms[i],
-                    parsed: &parsed[i],
-                    external: &external,
-                    staged: &staged,
-                    options: &options,
-                    engine: options.engine.as_ref().unwrap_or(&pipeline.engine),
+                JobId::Transform(i) => {
+                    let done = TransformRun {
+                        ctx: &ctx,
+                        job: &pipeline.transforms[i],
+                        parsed: &parsed[i],
+                        external: &external,
+                        staged: &staged,
+                        options: &options,
+                        engine: options.engine.as_ref().unwrap_or(&pipeline.engine),
+                    }
+                    .run(counter)
+                    .await;
+                    let table = &pipeline.transforms[i].table;
+                    pause_point_async(&format!("transform-staged {table}")).await;
+                    done.map(Outcome::Transform)
                 }
-                .run(counter)
-                .await
-                .map(Outcome::Transform),
             };
             (job, t0.elapsed().as_secs_f64(), result)
         });

@@ -6,6 +6,7 @@
 //! transaction, or (on any error, in any job) none does. Data files written by a failed run
 //! are never referenced by any table.
 
+mod early_audit;
 pub(crate) mod execute;
 mod failed;
 mod options;

@@ -31,6 +31,7 @@ use crate::engine::return_freed_memory;
 use crate::error::{Error, Result};
 use crate::fault::{pause_point, pause_point_async};
 use crate::maintain::after_run;
+use crate::operation::audit::EarlyResults;
 use crate::operation::{
     operate, Identity, JobReport, Observer, Opened, Opening, RunStart, Scope, StagedTables,
     Staging, TableOperation, ToAudit,
@@ -156,6 +157,8 @@ struct RunOperation<'a> {
 struct RunStaged {
     tables: StagedTables,
     dropped: HashMap<TableName, BTreeMap<String, u64>>,
+    /// Expectations audited while later jobs ran.
+    early: EarlyResults,
     run: RunStart,
 }
 
@@ -216,7 +219,10 @@ impl<'a> TableOperation<'a> for RunOperation<'a> {
             validated,
             self.options.clone(),
             observer.clone(),
-            Start::default(),
+            Start {
+                audit_early: true,
+                ..Start::default()
+            },
         )
         .await?;
         tracing::debug!(
@@ -232,6 +238,7 @@ impl<'a> TableOperation<'a> for RunOperation<'a> {
                 max_snapshots: self.pipeline.max_snapshots,
             },
             dropped: executed.dropped,
+            early: executed.early,
             run: run.clone(),
         }))
     }
@@ -240,6 +247,7 @@ impl<'a> TableOperation<'a> for RunOperation<'a> {
         Some(ToAudit {
             tables: &staged.tables.tables,
             dropped: &staged.dropped,
+            early: &staged.early,
         })
     }
 

@@ -337,7 +337,12 @@ pub fn expected_retail() -> Value {
 pub struct Paused {
     child: Child,
     gate: Option<PathBuf>,
+    /// Its stderr after the pause, line by line.
     log: Receiver<String>,
+    /// The lines [`Paused::wait_for`] read.
+    heard: Vec<String>,
+    /// Its stderr up to the pause.
+    before: String,
     stdout: Option<Receiver<String>>,
 }
 
@@ -396,13 +401,18 @@ impl Project {
         }
         let (tx, log) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
-            let _ = tx.send(rest.join("\n"));
+            for line in lines.map_while(|l| l.ok()) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
         });
         Paused {
             child,
             gate,
             log,
+            heard: Vec::new(),
+            before: seen,
             stdout,
         }
     }
@@ -441,11 +451,40 @@ impl Paused {
         self.child.wait().unwrap();
     }
 
+    /// Its stderr up to the pause.
+    pub fn before(&self) -> &str {
+        &self.before
+    }
+
+    /// Whether the paused command wrote a stderr line containing `needle` before the pause, or
+    /// writes one within `within` (while paused, its other tasks go on).
+    pub fn wait_for(&mut self, needle: &str, within: std::time::Duration) -> bool {
+        if self.before.lines().any(|l| l.contains(needle)) {
+            return true;
+        }
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.log.recv_timeout(left) {
+                Ok(line) => {
+                    let found = line.contains(needle);
+                    self.heard.push(line);
+                    if found {
+                        return true;
+                    }
+                }
+                Err(_) => return false,
+            }
+        }
+    }
+
     /// Lets the paused command go on; returns (success, stderr after the pause).
     pub fn release(mut self) -> (bool, String) {
         std::fs::write(self.gate.as_ref().expect("started with a gate"), "").unwrap();
         let status = self.child.wait().unwrap();
-        (status.success(), self.log.recv().unwrap())
+        let mut lines = std::mem::take(&mut self.heard);
+        lines.extend(self.log.iter());
+        (status.success(), lines.join("\n"))
     }
 
     /// Like [`Paused::release`], also returning stdout (started with

@@ -396,3 +396,97 @@ fn drop_needs_a_row_level_check_on_a_transform_table() {
     let (_, message) = p.fails(&["validate", "shop"]);
     assert!(message.contains("colour"), "{message}");
 }
+
+/// Starts the retail run of `p` held after `gold.fact_orders` staged, waits (up to 2 minutes)
+/// for the early audit of `silver.orders`'s check `check`, lets it go on; whether that line
+/// came before the job was done, the whole stderr, and the run's JSON report.
+fn run_held_until_audited(p: &Project, check: &str) -> (bool, String, serde_json::Value) {
+    let gate = p.path().join("go-on");
+    let mut paused = p.start_paused_piped(
+        &["-v", "run", "retail", "--json"],
+        "transform-staged gold.fact_orders",
+        gate,
+    );
+    let heard = paused.wait_for(
+        &format!("audited early, while later jobs run table=silver.orders check={check}"),
+        std::time::Duration::from_secs(120),
+    );
+    let before = paused.before().to_string();
+    let (ok, log, stdout) = paused.release_with_stdout();
+    assert!(ok, "{before}{log}");
+    (heard, before + &log, serde_json::from_str(&stdout).unwrap())
+}
+
+/// The run's results are those of `silver.orders`'s three checks, in the spec's order, each
+/// equal to a count of the published table.
+fn assert_retail_results(p: &Project, report: &serde_json::Value) {
+    let results: Vec<(String, String, u64)> = report["quality"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["table"].as_str().unwrap().to_string(),
+                r["check"].as_str().unwrap().to_string(),
+                r["violations"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let count = |sql: &str| -> u64 { p.query(sql)[0][0].as_deref().unwrap().parse().unwrap() };
+    let duplicated = count(
+        "SELECT count(*) FROM silver.orders WHERE order_id IN \
+         (SELECT order_id FROM silver.orders GROUP BY order_id HAVING count(*) > 1)",
+    );
+    let orphans = count(
+        "SELECT count(*) FROM silver.orders o WHERE NOT EXISTS \
+         (SELECT 1 FROM silver.customers c WHERE c.customer_id = o.customer_id)",
+    );
+    let s = |t: &str| t.to_string();
+    assert_eq!(
+        results,
+        [
+            (s("silver.orders"), s("unique"), duplicated),
+            (s("silver.orders"), s("relationships"), orphans),
+            (s("silver.orders"), s("volume"), 0),
+        ]
+    );
+    assert!(
+        orphans > 0,
+        "the sample data has orders of unknown customers"
+    );
+}
+
+/// The checks of `silver.orders` run while the gold jobs that read it still run (here: while
+/// `gold.fact_orders` is held after staging), and find what the audit step would: the same
+/// results, in the spec's order, each against a count of the published table.
+#[test]
+fn checks_run_beside_the_later_jobs_and_find_what_the_audit_step_would() {
+    let p = Project::retail();
+    let (heard, log, report) = run_held_until_audited(&p, "unique");
+    assert!(
+        heard,
+        "silver.orders was not audited before gold.fact_orders was done:\n{log}"
+    );
+    assert_retail_results(&p, &report);
+}
+
+/// A check that reads more rows than `PIPELINE_EARLY_AUDIT_ROWS` waits for the audit step
+/// (beside a full run's gold jobs a big check only doubles the peak memory): with 1, `volume`
+/// (it reads the staged snapshot's summary, no rows) still runs while `gold.fact_orders` is
+/// held, `unique` and `relationships` do not; the results are the same.
+#[test]
+fn checks_over_the_early_budget_wait_for_the_audit_step() {
+    let mut p = Project::retail();
+    p.env.push(("PIPELINE_EARLY_AUDIT_ROWS".into(), "1".into()));
+    let (heard, log, report) = run_held_until_audited(&p, "volume");
+    assert!(heard, "volume was not audited early:\n{log}");
+    for check in ["unique", "relationships"] {
+        assert!(
+            !log.contains(&format!(
+                "early, while later jobs run table=silver.orders check={check}"
+            )),
+            "{check} read more rows than the budget and still started early:\n{log}"
+        );
+    }
+    assert_retail_results(&p, &report);
+}
