@@ -39,13 +39,19 @@ const MIN_BATCH_ROWS: u64 = 100_000;
 /// A file whose bounds span more partitions than this is taken as unknown (no batches).
 const MAX_UNITS_PER_FILE: i64 = 100_000;
 
-/// Input rows per batch: `PIPELINE_BATCH_ROWS` (0: never in batches), else
+/// Input rows per batch of `job` (0: never in batches): 0 when its spec says `batch_rows = 0`,
+/// else `PIPELINE_BATCH_ROWS` when set, else its spec's `batch_rows`, else
 /// [`BATCH_ROWS_PER_GIB`] per GiB of the process's memory pool.
-pub fn batch_rows() -> u64 {
-    std::env::var("PIPELINE_BATCH_ROWS")
+pub fn batch_rows(job: &TransformJob) -> u64 {
+    let env = std::env::var("PIPELINE_BATCH_ROWS")
         .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| rows_for_pool(memory_limit_mb() as u64))
+        .and_then(|v| v.trim().parse().ok());
+    match (job.batch_rows, env) {
+        (Some(0), _) => 0,
+        (_, Some(rows)) => rows,
+        (Some(rows), None) => rows,
+        (None, None) => rows_for_pool(memory_limit_mb() as u64),
+    }
 }
 
 /// [`BATCH_ROWS_PER_GIB`] per GiB of a pool of `mb` MiB, at least [`MIN_BATCH_ROWS`].

@@ -272,6 +272,7 @@ mod tests {
             } else {
                 Vec::new()
             },
+            batch_rows: None,
             target_file_size: DEFAULT_TARGET_FILE_SIZE,
             origin: Origin {
                 file: "pipelines/shop.toml".into(),

@@ -122,7 +122,7 @@ impl TransformRun<'_> {
         if !sorts_all_rows(&logical_plan(whole, self.job, self.parsed).await?) {
             return Ok(None);
         }
-        let max_rows = batch_rows();
+        let max_rows = batch_rows(self.job);
         let Some(batches) = batches(self.job, inputs, range, max_rows).await? else {
             return Ok(None);
         };

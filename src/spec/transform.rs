@@ -37,6 +37,12 @@ pub struct TransformJob {
     pub mode: TransformMode,
     /// Inputs that may be read by time range (see [`RangeInput`]); any other input is read whole.
     pub incremental_by: Vec<RangeInput>,
+    /// `batch_rows`: input rows per batch when a full recompute or a backfill runs in batches
+    /// (`plan::batches`); `Some(0)`: always one query, whatever `PIPELINE_BATCH_ROWS` says
+    /// (for a query whose partitions are not computed from their own rows alone). `None`: the
+    /// default (`PIPELINE_BATCH_ROWS`, else sized by the memory pool). Only with
+    /// `incremental_by`.
+    pub batch_rows: Option<u64>,
     pub target_file_size: usize,
     pub origin: Origin,
     /// The `[[expect]]`s with `action = "drop"` on this table: applied as it is written.

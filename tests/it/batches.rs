@@ -201,3 +201,65 @@ fn a_backfill_of_several_months_runs_in_batches_inside_its_range() {
         vec![vec![Some("2".to_string())]]
     );
 }
+
+/// Puts `line` after `silver.orders`'s `incremental_by` in the retail spec.
+fn set_on_silver_orders(p: &Project, line: &str) {
+    let path = p.path().join("pipelines/retail.toml");
+    let spec = std::fs::read_to_string(&path).unwrap();
+    let anchor =
+        "incremental_by = { \"bronze.pos_orders\" = \"order_ts\", \"bronze.web_orders\" = \"order_ts\" }\n";
+    assert!(spec.contains(anchor), "the retail spec changed");
+    std::fs::write(&path, spec.replace(anchor, &format!("{anchor}{line}\n"))).unwrap();
+}
+
+/// A transform's `batch_rows` sizes its batches without the environment, and `batch_rows = 0`
+/// keeps its full recompute one query even when `PIPELINE_BATCH_ROWS` asks for batches (a
+/// query that breaks the `incremental_by` promise says so); the rows are the reference's
+/// either way.
+#[test]
+fn a_transforms_batch_rows_sizes_its_batches_and_zero_keeps_one_query() {
+    let p = Project::retail();
+    set_on_silver_orders(&p, "batch_rows = 1");
+    let report = p.json(&["run", "retail"]);
+    assert_eq!(engine_of(&report, "silver.orders"), "local in 4 batches");
+    p.assert_retail_reference_rows();
+
+    let mut p = Project::retail();
+    batched(&mut p, "1");
+    set_on_silver_orders(&p, "batch_rows = 0");
+    let report = p.json(&["run", "retail"]);
+    assert_eq!(engine_of(&report, "silver.orders"), "local");
+    p.assert_retail_reference_rows();
+}
+
+/// `batch_rows` on a transform without `incremental_by` is refused at its line: nothing could
+/// be batched.
+#[test]
+fn batch_rows_without_incremental_by_is_refused_at_its_line() {
+    let p = Project::retail();
+    let path = p.path().join("pipelines/retail.toml");
+    let spec = std::fs::read_to_string(&path).unwrap();
+    let anchor = "table = \"gold.customer_metrics\"\n";
+    assert!(spec.contains(anchor), "the retail spec changed");
+    std::fs::write(
+        &path,
+        spec.replace(anchor, &format!("{anchor}batch_rows = 5\n")),
+    )
+    .unwrap();
+    let line = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .position(|l| l == "batch_rows = 5")
+        .unwrap()
+        + 1;
+    let (_, message) = p.fails(&["validate", "retail"]);
+    assert!(
+        message.contains(&format!("retail.toml:{line}")),
+        "no line {line}: {message}"
+    );
+    assert!(
+        message.contains("batch_rows on gold.customer_metrics"),
+        "{message}"
+    );
+    assert!(message.contains("incremental_by"), "{message}");
+}

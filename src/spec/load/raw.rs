@@ -187,6 +187,7 @@ pub(super) struct RawTransform {
     pub partition_by: Vec<Spanned<String>>,
     pub mode: Option<Spanned<String>>,
     pub incremental_by: Option<Spanned<IndexMap<String, Spanned<String>>>>,
+    pub batch_rows: Option<Spanned<u64>>,
     pub target_file_size_mb: Option<Spanned<u64>>,
     pub erase: Option<Spanned<IndexMap<String, Spanned<String>>>>,
     pub description: Option<Spanned<String>>,

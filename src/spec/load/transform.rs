@@ -31,6 +31,7 @@ pub(super) fn transform_job(
     let partition_by = partition_fields(at, &raw.partition_by)?;
     let mode = mode(at, raw, &partition_by)?;
     let incremental_by = incremental_by(at, raw)?;
+    let batch_rows = batch_rows(at, raw, &incremental_by)?;
     Ok(TransformJob {
         table,
         sql_file: display_path_in(project_dir, &sql_file),
@@ -38,6 +39,7 @@ pub(super) fn transform_job(
         partition_by,
         mode,
         incremental_by,
+        batch_rows,
         target_file_size: target_size(&raw.target_file_size_mb, at)?,
         origin: at.origin(raw.table.span()),
         drops: Vec::new(),
@@ -115,4 +117,31 @@ fn incremental_by(at: &Positions, raw: &RawTransform) -> Result<Vec<RangeInput>>
         });
     }
     Ok(incremental_by)
+}
+
+/// `batch_rows`: only where batches can exist, on a transform with `incremental_by`.
+fn batch_rows(
+    at: &Positions,
+    raw: &RawTransform,
+    incremental_by: &[RangeInput],
+) -> Result<Option<u64>> {
+    let Some(rows) = &raw.batch_rows else {
+        return Ok(None);
+    };
+    if incremental_by.is_empty() {
+        return Err(at.error(
+            rows.span(),
+            format!(
+                "batch_rows on {}, which has no incremental_by: only a table whose partitions \
+                 are computed from their own time range's input rows is recomputed in batches",
+                raw.table.get_ref()
+            ),
+            Some(
+                "declare the inputs' time columns, e.g. incremental_by = \
+                 { \"bronze.orders\" = \"order_ts\" }, or remove batch_rows"
+                    .into(),
+            ),
+        ));
+    }
+    Ok(Some(*rows.get_ref()))
 }
