@@ -16,6 +16,8 @@
 //!
 //! - `transform-staged NS.TABLE` (async): a transform job is done (its table staged, or up
 //!   to date), and the jobs that read it have not started;
+//! - `transform-batch NS.TABLE N` (async): batch N (from 1) of a recompute in batches is
+//!   about to run; the other batch in flight goes on;
 //! - `published` (async): a run published its tables and record; its `after_run` maintenance
 //!   has not started (a schedule's timeout may strike here).
 //!

@@ -29,8 +29,9 @@ use crate::error::Result;
 use crate::spec::{Grain, TableName, TransformJob};
 
 /// Input rows per batch per GiB of the memory pool (`PIPELINE_MEMORY_LIMIT_MB`, default 1 GiB:
-/// a batch of the retail dedup sorts in memory), unless `PIPELINE_BATCH_ROWS` says otherwise.
-pub const BATCH_ROWS_PER_GIB: u64 = 1_000_000;
+/// two batches of the retail dedup, run at once, sort in memory), unless `batch_rows` or
+/// `PIPELINE_BATCH_ROWS` says otherwise.
+pub const BATCH_ROWS_PER_GIB: u64 = 500_000;
 
 /// The fewest input rows per batch, however small the pool: below it a batch's fixed costs
 /// (planning, reading the inputs' manifests) outweigh what it saves.
@@ -275,9 +276,9 @@ mod tests {
 
     #[test]
     fn batches_grow_with_the_memory_pool_down_to_a_floor() {
-        assert_eq!(rows_for_pool(1024), 1_000_000);
-        assert_eq!(rows_for_pool(4096), 4_000_000);
-        assert_eq!(rows_for_pool(512), 500_000);
+        assert_eq!(rows_for_pool(1024), 500_000);
+        assert_eq!(rows_for_pool(4096), 2_000_000);
+        assert_eq!(rows_for_pool(512), 250_000);
         assert_eq!(rows_for_pool(16), MIN_BATCH_ROWS);
     }
 

@@ -263,3 +263,27 @@ fn batch_rows_without_incremental_by_is_refused_at_its_line() {
     );
     assert!(message.contains("incremental_by"), "{message}");
 }
+
+/// Two batches run at once (one sorts while another writes, so both cores work): with the
+/// first held before it runs, the second is written; the rows are the reference's.
+#[test]
+fn two_batches_run_at_once() {
+    let mut p = Project::retail();
+    batched(&mut p, "1");
+    let gate = p.path().join("go-on");
+    let mut paused = p.start_paused_piped(
+        &["-v", "run", "retail", "--json"],
+        "transform-batch silver.orders 1",
+        gate,
+    );
+    let heard = paused.wait_for("batch 2 of 4 written", std::time::Duration::from_secs(60));
+    let (ok, log, stdout) = paused.release_with_stdout();
+    assert!(ok, "{log}");
+    assert!(
+        heard,
+        "batch 2 was not written while batch 1 was held:\n{log}"
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(engine_of(&report, "silver.orders"), "local in 4 batches");
+    p.assert_retail_reference_rows();
+}
