@@ -30,7 +30,7 @@ const EARLY_ROWS_PER_GIB: u64 = 1_000_000;
 
 /// Rows a check may read to start early: `PIPELINE_EARLY_AUDIT_ROWS` (0: none starts early),
 /// else [`EARLY_ROWS_PER_GIB`] per GiB of the process's memory pool.
-pub(crate) fn early_rows() -> u64 {
+fn early_rows() -> u64 {
     std::env::var("PIPELINE_EARLY_AUDIT_ROWS")
         .ok()
         .and_then(|v| v.trim().parse().ok())
@@ -43,6 +43,8 @@ pub(crate) struct EarlyAudits<'a> {
     validated: &'a Validated,
     run_id: String,
     started_micros: i64,
+    /// Rows a check may read to start early (0: none does).
+    budget: u64,
     /// Indexes of the expectations started.
     started: HashSet<usize>,
     running: FuturesUnordered<BoxFuture<'a, Result<EarlyResults>>>,
@@ -51,18 +53,21 @@ pub(crate) struct EarlyAudits<'a> {
 }
 
 impl<'a> EarlyAudits<'a> {
-    /// No audit started yet, for run `run_id` started at `started_micros`.
+    /// No audit started yet, for run `run_id` started at `started_micros`; with `enabled`,
+    /// checks of at most [`early_rows`] rows start early, else none does.
     pub fn new(
         pipeline: &'a Pipeline,
         validated: &'a Validated,
         run_id: &str,
         started_micros: i64,
+        enabled: bool,
     ) -> EarlyAudits<'a> {
         EarlyAudits {
             pipeline,
             validated,
             run_id: run_id.to_string(),
             started_micros,
+            budget: if enabled { early_rows() } else { 0 },
             started: HashSet::new(),
             running: FuturesUnordered::new(),
             results: Vec::new(),
@@ -78,6 +83,9 @@ impl<'a> EarlyAudits<'a> {
         pending: &HashSet<TableName>,
         staged: &HashMap<TableName, StagedTable>,
     ) {
+        if self.budget == 0 {
+            return;
+        }
         let mut which = Vec::new();
         for (i, e) in self.pipeline.expectations.iter().enumerate() {
             if self.started.contains(&i)
@@ -97,13 +105,12 @@ impl<'a> EarlyAudits<'a> {
             self.started.insert(i);
             which.push(i);
         }
-        let budget = early_rows();
-        if which.is_empty() || budget == 0 {
+        if which.is_empty() {
             return;
         }
         let (pipeline, validated, started) = (self.pipeline, self.validated, self.started_micros);
         let run_id = self.run_id.clone();
-        let budget = Some(budget);
+        let budget = Some(self.budget);
         // Every table staged so far: an anomaly names its causes in the upstream tables this
         // run loaded, all staged before (their jobs are done).
         let staged: Vec<StagedTable> = staged.values().cloned().collect();

@@ -73,8 +73,8 @@ pub(crate) async fn execute(
         None => jobs_in_scope(graph, &pipeline, options.backfill.as_ref(), &options.select)?,
     };
     let spec = pipeline.clone();
-    let mut early = EarlyAudits::new(&spec, validated, &ctx.run_id, ctx.started_at_micros);
-    let audit_early = start.audit_early;
+    let (run_id, started) = (&ctx.run_id, ctx.started_at_micros);
+    let mut early = EarlyAudits::new(&spec, validated, run_id, started, start.audit_early);
     let launcher = Launcher::new(ctx, pipeline, validated, options, observer, start.staged);
     let ticker = tokio::spawn(report_progress(
         launcher.running.clone(),
@@ -114,10 +114,8 @@ pub(crate) async fn execute(
             launcher.finished(&report);
             reports.push(report);
             done.insert(job);
-            if audit_early {
-                let pending = pending_tables(&spec, &in_scope, &done);
-                early.start_ready(&pending, &launcher.staged.lock().expect("staged lock"));
-            }
+            let pending = pending_tables(&spec, &in_scope, &done);
+            early.start_ready(&pending, &launcher.staged.lock().expect("staged lock"));
         }
         Ok(())
     }

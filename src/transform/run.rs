@@ -7,9 +7,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use datafusion::logical_expr::LogicalPlan;
-use futures::{StreamExt, TryStreamExt};
-
 use datafusion::prelude::SessionContext;
+use futures::{StreamExt, TryStreamExt};
 use iceberg::spec::DataFile;
 
 use super::drop;
@@ -73,8 +72,8 @@ pub struct Query<'a> {
 /// Runs a transform whose inputs are registered in each query's session and stages its output:
 /// a full overwrite, or with `range`, a replace of exactly those partitions (the output is
 /// filtered to the range, so no other partition can be touched). The queries run
-/// [`QUERIES_IN_FLIGHT`] at a time and their files make one snapshot: a recompute in batches (`plan::batches`) writes
-/// the union of their rows.
+/// [`QUERIES_IN_FLIGHT`] at a time and their files make one snapshot: a recompute in batches
+/// (`plan::batches`) writes the union of their rows.
 pub async fn run_transform(
     ctx: &JobContext,
     queries: &[Query<'_>],
@@ -168,7 +167,8 @@ struct Writing<'a> {
 
 impl Writing<'_> {
     /// Plans `query`, the `i`th of `n` (unless `planned` is its plan already), filters it to
-    /// the range, and runs it into the targets.
+    /// the range, and runs it into the table (and the quarantine table, with `drop`
+    /// expectations), in files of a prefix of its own.
     async fn write(
         &self,
         query: &Query<'_>,
@@ -176,7 +176,7 @@ impl Writing<'_> {
         n: usize,
         planned: Option<&LogicalPlan>,
     ) -> Result<Written> {
-        let (job, parsed) = (self.job, self.parsed);
+        let (ctx, job, parsed) = (self.ctx, self.job, self.parsed);
         if n > 1 {
             pause_point_async(&format!("transform-batch {} {}", job.table, i + 1)).await;
         }
@@ -187,15 +187,26 @@ impl Writing<'_> {
         if let Some(range) = self.range {
             plan = filter_to_range(job, plan, range)?;
         }
-        let (ctx, targets) = (self.ctx, self.targets);
-        let written = write_query(
-            ctx,
-            query,
+        let (table, quarantine) = self.targets;
+        if quarantine.is_some() {
+            plan = drop::tag_violations(query.session, plan, &job.drops).await?;
+        }
+        let prefix = format!("{}-{}", ctx.run_id, uuid::Uuid::new_v4().simple());
+        let targets = Targets {
+            table,
+            quarantine,
+            file_io: ctx.catalog.file_io(),
+            prefix: &prefix,
+            run_id: &ctx.run_id,
+            on_cluster: self.on_cluster,
+        };
+        let written = write_result(
+            query.session,
             job,
             plan,
+            query.input_rows,
             targets,
-            self.on_cluster,
-            self.progress,
+            self.progress.clone(),
         )
         .await?;
         if n > 1 {
@@ -203,39 +214,6 @@ impl Writing<'_> {
         }
         Ok(written)
     }
-}
-
-/// Runs one query (`plan`, planned in its session) into the table (and the
-/// quarantine table, with `drop` expectations), in files of a prefix of its own.
-async fn write_query(
-    ctx: &JobContext,
-    query: &Query<'_>,
-    job: &TransformJob,
-    mut plan: LogicalPlan,
-    (table, quarantine): (&TableTarget, Option<&TableTarget>),
-    on_cluster: bool,
-    progress: &Arc<AtomicU64>,
-) -> Result<Written> {
-    let prefix = format!("{}-{}", ctx.run_id, uuid::Uuid::new_v4().simple());
-    if quarantine.is_some() {
-        plan = drop::tag_violations(query.session, plan, &job.drops).await?;
-    }
-    write_result(
-        query.session,
-        job,
-        plan,
-        query.input_rows,
-        Targets {
-            table,
-            quarantine,
-            file_io: ctx.catalog.file_io(),
-            prefix: &prefix,
-            run_id: &ctx.run_id,
-            on_cluster,
-        },
-        progress.clone(),
-    )
-    .await
 }
 
 /// The table of `job` prepared for a rewrite with `columns`. A column whose derivation (per

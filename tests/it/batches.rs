@@ -21,17 +21,7 @@ fn a_full_recompute_in_batches_writes_the_reference_rows_one_file_per_partition(
     // A join streams: recomputed whole.
     assert_eq!(engine_of(&report, "gold.fact_orders"), "local");
     p.assert_retail_reference_rows();
-    let files = p.json(&["files", "silver.orders"]);
-    let mut partitions: Vec<&str> = files
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["partition"].as_str().unwrap())
-        .collect();
-    let n = partitions.len();
-    partitions.dedup();
-    assert_eq!(partitions.len(), n, "a partition in two files: {files}");
-    assert_eq!(n, 3);
+    assert_eq!(p.assert_one_file_per_partition("silver.orders"), 3);
 
     // `--full-refresh` recomputes in batches again, to the same rows.
     let before = p.contents("silver.orders");

@@ -252,6 +252,25 @@ impl Project {
         }
     }
 
+    /// Asserts that no partition of `table` is in two live files; returns how many files
+    /// (so partitions) it has.
+    pub fn assert_one_file_per_partition(&self, table: &str) -> usize {
+        let files = self.json(&["files", table]);
+        let partitions: Vec<&str> = files
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["partition"].as_str().unwrap())
+            .collect();
+        let distinct: std::collections::BTreeSet<&str> = partitions.iter().copied().collect();
+        assert_eq!(
+            distinct.len(),
+            partitions.len(),
+            "{table}: a partition in two files: {files}"
+        );
+        partitions.len()
+    }
+
     /// The current snapshot id of a table.
     pub fn current_snapshot(&self, table: &str) -> i64 {
         id(&self.json(&["describe", table])["current_snapshot_id"]).expect("table has a snapshot")

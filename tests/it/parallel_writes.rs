@@ -17,20 +17,7 @@ fn parallel_writers_write_the_reference_rows_one_file_per_partition() {
     p.json(&["run", "retail"]);
     p.assert_retail_reference_rows();
     for table in ["silver.orders", "gold.fact_orders", "gold.monthly_revenue"] {
-        let files = p.json(&["files", table]);
-        let mut partitions: Vec<&str> = files
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f["partition"].as_str().unwrap())
-            .collect();
-        let n = partitions.len();
-        partitions.dedup();
-        assert_eq!(
-            partitions.len(),
-            n,
-            "{table}: a partition in two files: {files}"
-        );
+        let n = p.assert_one_file_per_partition(table);
         assert!(n > 1, "{table} has {n} partitions");
     }
 }
