@@ -5,6 +5,7 @@
 //! this module's rule and its checks of what a plain Parquet scan reads correctly.
 
 mod file_io_store;
+mod freed_memory;
 mod gate;
 mod message;
 mod native_files;
@@ -17,6 +18,7 @@ mod sql_lines;
 mod tail_reader;
 mod window_rule;
 
+pub use freed_memory::return_freed_memory;
 pub use gate::{
     admit, admit_expression, expression, plan, plan_expression, query, Admitted, Entry, Refusal,
     MAX_NESTING, MAX_SQL_BYTES,
@@ -28,8 +30,8 @@ pub use parquet_scan::table_provider;
 pub use remote_files::{remote_files, remote_scheme};
 pub use row_count::CountedTable;
 pub use session::{
-    memory_limit_mb, new_session, node_runtime_env, register_table, return_freed_memory,
-    runtime_env, session_over, set_memory_limit_mb, DEFAULT_MEMORY_LIMIT_MB, WORKER_STACK_BYTES,
+    memory_limit_mb, new_session, node_runtime_env, register_table, runtime_env, session_over,
+    set_memory_limit_mb, DEFAULT_MEMORY_LIMIT_MB, WORKER_STACK_BYTES,
 };
 pub use sql_lines::{line_naming, line_of_quoted_name, lines_naming};
 pub use window_rule::{SortedRowNumberExec, StreamingRowNumber};

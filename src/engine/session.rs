@@ -75,17 +75,6 @@ pub fn node_runtime_env(
         .build_arc()
 }
 
-/// Hands memory the process has freed back to the operating system. glibc keeps freed heap in
-/// its arenas; between the stages of a run (each transform, then the audit) that kept memory
-/// would otherwise stack up under the next stage's peak. A no-op elsewhere.
-pub fn return_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free memory of the allocator's own arenas.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 /// A session with no tables, no URL tables and no information schema, executing within the
 /// process-wide memory budget.
 pub fn new_session() -> SessionContext {
