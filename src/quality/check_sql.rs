@@ -85,12 +85,15 @@ fn count_of(sql: &str) -> String {
 
 /// Groups of rows sharing a key of `columns` that are duplicated and include a row of
 /// `written` (the rows this run wrote, as a view of `table`), one row (`select`) per group:
-/// a semi-join, so only the written keys are grouped, not the whole table.
+/// a semi-join, so only the written keys are grouped, not the whole table. `narrow`: a
+/// predicate on `t` that every row sharing a written key meets (the key ranges of the written
+/// rows), so the scan of the table may skip what lies outside it.
 fn written_duplicates(
     select: &str,
     columns: &[String],
     table: &TableName,
     written: &TableName,
+    narrow: Option<&str>,
 ) -> String {
     let keys: Vec<String> = columns
         .iter()
@@ -100,8 +103,9 @@ fn written_duplicates(
         .iter()
         .map(|c| format!("w.{0} IS NOT DISTINCT FROM t.{0}", quote_ident(c)))
         .collect();
+    let narrow = narrow.map(|p| format!("{p} AND ")).unwrap_or_default();
     format!(
-        "SELECT {select} FROM {t} t WHERE EXISTS (SELECT 1 FROM {w} w WHERE {matched}) GROUP BY {keys} HAVING count(*) > 1",
+        "SELECT {select} FROM {t} t WHERE {narrow}EXISTS (SELECT 1 FROM {w} w WHERE {matched}) GROUP BY {keys} HAVING count(*) > 1",
         t = table.quoted(),
         w = written.quoted(),
         matched = matched.join(" AND "),
@@ -111,10 +115,12 @@ fn written_duplicates(
 
 /// [`violations_sql`] and [`count_sql`] for the rows this run wrote (`written`, a view of the
 /// table), for a check the published rows already passed: a row-level check looks at the
-/// written rows only; `unique` at the keys they hold, wherever else those keys are.
+/// written rows only; `unique` at the keys they hold, wherever else those keys are (`narrow`:
+/// a predicate on the table's rows `t` that every row holding a written key meets).
 pub(super) fn written_sql(
     e: &Expectation,
     written: &TableName,
+    narrow: Option<&str>,
 ) -> (Option<String>, Option<String>) {
     if let Some(sql) = row_violations_sql(&e.check, written) {
         let count = count_of(&sql);
@@ -134,12 +140,12 @@ pub(super) fn written_sql(
     let listing = format!(
         "SELECT t.* FROM {} t JOIN ({}) d ON {}",
         e.table.quoted(),
-        written_duplicates(&keys.join(", "), columns, &e.table, written),
+        written_duplicates(&keys.join(", "), columns, &e.table, written, narrow),
         on.join(" AND ")
     );
     let count = format!(
         "SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM ({})",
-        written_duplicates("count(*) AS n", columns, &e.table, written)
+        written_duplicates("count(*) AS n", columns, &e.table, written, narrow)
     );
     (Some(listing), Some(count))
 }

@@ -8,6 +8,7 @@ mod anomaly;
 mod audit;
 mod check_sql;
 mod history;
+mod key_ranges;
 mod query;
 mod results;
 

@@ -198,3 +198,59 @@ fn an_incremental_run_checks_the_rows_it_wrote_and_the_keys_they_share() {
         "{not_null:?}"
     );
 }
+
+/// `unique` on the rows a run wrote reads the table only within the ranges of the keys those
+/// rows hold (at most 16 ranges: the written keys split at their widest gaps). The duplicates
+/// at the ends of the ranges, inside a range that spans several clusters of written keys, and
+/// of a NULL key are all still found.
+#[test]
+fn a_unique_check_of_the_rows_written_reads_within_their_key_ranges_and_misses_nothing() {
+    let p = project();
+    // January: ids 1000, 2000, ..., 40000 and one NULL id: 41 rows, no duplicate.
+    let mut january = String::from("id,code,ts\n,A,2026-01-02 10:00:00\n");
+    for i in 1..=40 {
+        january.push_str(&format!("{},A,2026-01-05 10:00:00\n", i * 1000));
+    }
+    p.write("data/events/2026-01.csv", &january);
+    let first = checks(&p.json(&["run", "ev"]));
+    assert_eq!(find(&first, "silver.events unique(id)").1, 0, "{first:?}");
+
+    // February: a NULL id, 1000 (the smallest key written), 40000 (the largest), 20000, and
+    // 17 keys no other row holds (1500, 2500, ..., 17500): 21 rows, 19 clusters of keys
+    // folded into 16 ranges. Duplicates: NULL, 1000, 20000 and 40000, two rows each.
+    let mut february = String::from("id,code,ts\n,B,2026-02-02 10:00:00\n");
+    for id in [1000, 40000, 20000] {
+        february.push_str(&format!("{id},B,2026-02-05 10:00:00\n"));
+    }
+    for i in 1..=17 {
+        february.push_str(&format!("{},B,2026-02-06 10:00:00\n", i * 1000 + 500));
+    }
+    p.write("data/events/2026-02.csv", &february);
+    let out = p
+        .command(&["run", "ev", "--json"])
+        .env("PIPELINE_LOG", "pipeline=debug")
+        .output()
+        .expect("run the pipeline binary");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("unique check narrowed to the key ranges written")
+            && stderr.contains("ranges=16")
+            && stderr.contains("nulls=true"),
+        "{stderr}"
+    );
+    let second = checks(&serde_json::from_slice(&out.stdout).expect("the run's JSON report"));
+    let unique = find(&second, "silver.events unique(id)");
+    assert_eq!(
+        (unique.1, unique.2.as_deref()),
+        (8, Some("written")),
+        "{unique:?}"
+    );
+    // The same count over the whole table, by the engine's own GROUP BY.
+    assert_eq!(
+        p.query(
+            "SELECT count(*) FROM silver.events t JOIN (SELECT id FROM silver.events GROUP BY id HAVING count(*) > 1) d ON t.id IS NOT DISTINCT FROM d.id"
+        ),
+        vec![vec![Some("8".to_string())]]
+    );
+}
