@@ -273,7 +273,9 @@ impl Auditor<'_> {
         if written.saturating_mul(2) > self.changed[&e.table].total_rows() {
             return Ok(None);
         }
-        let ranges = key_ranges(&self.session, view, column).await?;
+        let ranges = key_ranges(&self.session, view, column)
+            .await
+            .map_err(|x| failure(e, format!("cannot read the key ranges written: {x}")))?;
         if let Some(r) = &ranges {
             tracing::debug!(table = %e.table, check = %e.name, ranges = r.ranges.len(), nulls = r.nulls, "unique check narrowed to the key ranges written");
         }
