@@ -35,13 +35,13 @@ pub fn return_freed_memory() {
 
 /// Whether a process with `resident` bytes in memory should hand its freed memory back, under
 /// a query memory pool of `pool` bytes: when it holds at least a quarter of the pool.
-pub fn worth_trimming(resident: u64, pool: u64) -> bool {
+fn worth_trimming(resident: u64, pool: u64) -> bool {
     resident >= pool / 4
 }
 
 /// The process's resident set in bytes (`/proc/self/statm`), or `None` where that is not
 /// readable.
-pub fn resident_bytes() -> Option<u64> {
+fn resident_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     // SAFETY: sysconf only reads a system constant.

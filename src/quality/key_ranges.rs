@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::spec::{quote_ident, TableName};
 
 /// Ranges a check's predicate names at most.
-pub const MAX_RANGES: usize = 16;
+const MAX_RANGES: usize = 16;
 
 /// The key values of a set of rows: ranges covering every non-NULL value, and whether any
 /// value is NULL.
@@ -58,7 +58,7 @@ impl KeyRanges {
 /// Folds keys given in ascending order into at most `max` ranges that cover them all: the
 /// keys split at their `max - 1` widest gaps.
 #[derive(Debug)]
-pub struct RangeFolder {
+struct RangeFolder {
     max: usize,
     first: Option<i64>,
     last: i64,
@@ -67,7 +67,7 @@ pub struct RangeFolder {
 }
 
 impl RangeFolder {
-    pub fn new(max: usize) -> RangeFolder {
+    fn new(max: usize) -> RangeFolder {
         RangeFolder {
             max: max.max(1),
             first: None,
@@ -77,7 +77,7 @@ impl RangeFolder {
     }
 
     /// Adds `key`, not smaller than the keys before it.
-    pub fn push(&mut self, key: i64) {
+    fn push(&mut self, key: i64) {
         if self.first.is_none() {
             self.first = Some(key);
             self.last = key;
@@ -94,7 +94,7 @@ impl RangeFolder {
     }
 
     /// The ranges: none when no key was pushed.
-    pub fn finish(self) -> Vec<(i64, i64)> {
+    fn finish(self) -> Vec<(i64, i64)> {
         let Some(first) = self.first else {
             return Vec::new();
         };

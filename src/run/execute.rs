@@ -187,8 +187,9 @@ impl Launcher {
         }
     }
 
-    /// Takes a finished job off the progress, tells the observer, and gives the memory it
-    /// freed back to the system.
+    /// Takes a finished job off the progress, tells the observer, and gives freed memory back
+    /// to the system when the process is large enough for it to matter
+    /// ([`return_freed_memory`]).
     fn finished(&self, report: &JobReport) {
         if let Some(name) = TableName::parse(&report.table) {
             self.running.lock().expect("progress lock").remove(&name);
