@@ -1,7 +1,7 @@
 //! Strict text -> value parsing shared by the CSV and JSON readers. A value that does not parse
 //! is an error with a reason, never a silent NULL or a rounded number.
 
-use chrono::{NaiveDate, NaiveTime};
+use chrono::NaiveTime;
 
 use crate::spec::ColumnType;
 
@@ -125,21 +125,38 @@ fn digits(b: &[u8]) -> Option<u32> {
     Some(b.iter().fold(0u32, |acc, d| acc * 10 + (d - b'0') as u32))
 }
 
-fn epoch() -> NaiveDate {
-    NaiveDate::from_ymd_opt(1970, 1, 1).expect("valid date")
-}
-
-/// `YYYY-MM-DD`, a real calendar date.
+/// `YYYY-MM-DD`, a real calendar date (proleptic Gregorian), as days since 1970-01-01.
 pub fn parse_date(b: &[u8]) -> Option<i32> {
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return None;
     }
-    let date = NaiveDate::from_ymd_opt(
-        digits(&b[0..4])? as i32,
-        digits(&b[5..7])?,
-        digits(&b[8..10])?,
-    )?;
-    Some((date - epoch()).num_days() as i32)
+    let (year, month, day) = (digits(&b[0..4])?, digits(&b[5..7])?, digits(&b[8..10])?);
+    if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
+        return None;
+    }
+    Some(days_from_civil(i64::from(year), month, day) as i32)
+}
+
+fn days_in_month(year: u32, month: u32) -> u32 {
+    match month {
+        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => {
+            29
+        }
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a valid proleptic Gregorian date, by integer arithmetic (Howard
+/// Hinnant's `days_from_civil`): a calendar type per value cost about 1.5 % of an ingest.
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let yoe = year - era * 400;
+    let doy = (153 * i64::from((month + 9) % 12) + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// `YYYY-MM-DD[ T]HH:MM:SS[.ffffff][Z|+HH:MM|-HH:MM]`, or a bare date (midnight). Offsets are
@@ -197,6 +214,27 @@ pub fn parse_timestamp(t: &str) -> Result<i64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every `YYYY-MM-DD` of four centuries (and of year 0), with months and days out of range,
+    /// is accepted or refused, and counted, exactly as chrono's calendar does.
+    #[test]
+    fn dates_agree_with_chronos_calendar() {
+        let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap();
+        let years = (0..4).chain(1890..2110).chain([2400, 9999]);
+        let mut checked = 0;
+        for year in years {
+            for month in 0..=13 {
+                for day in 0..=32 {
+                    let text = format!("{year:04}-{month:02}-{day:02}");
+                    let theirs = chrono::NaiveDate::from_ymd_opt(year, month, day)
+                        .map(|d| (d - epoch).num_days() as i32);
+                    assert_eq!(parse_date(text.as_bytes()), theirs, "{text}");
+                    checked += usize::from(theirs.is_some());
+                }
+            }
+        }
+        assert_eq!(checked, 82_545); // 226 years, 55 of them leap (Python's calendar)
+    }
 
     #[test]
     fn integers_are_strict() {
