@@ -3,6 +3,7 @@
 //! ([`DICTIONARY_PAGE_BYTES`]); every batch is cast to the
 //! table's schema (with its field ids) before it is written. Nothing is committed here.
 
+mod conform;
 mod drain;
 mod fanout;
 mod keys;
@@ -14,7 +15,6 @@ mod time_key;
 
 use std::sync::Arc;
 
-use arrow::array::ArrayRef;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use iceberg::arrow::schema_to_arrow_schema;
@@ -30,6 +30,7 @@ use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
+use conform::Conform;
 pub use drain::{drain, Destination, Written};
 use fanout::Fanout;
 pub use keys::partition_keys;
@@ -61,7 +62,7 @@ enum Inner {
 pub struct TableWriter {
     inner: Inner,
     schema: SchemaRef,
-    table: String,
+    conform: Conform,
     rows: u64,
 }
 
@@ -124,10 +125,11 @@ impl TableWriter {
             let splitter = PartitionSplitter::new(iceberg_schema, spec.clone())?;
             Inner::Partitioned(Box::new((Fanout::new(builder), splitter)))
         };
+        let sources = spec.fields().iter().map(|f| f.source_id).collect();
         Ok(TableWriter {
             inner,
+            conform: Conform::new(table, schema.clone(), &layout.schema, &sources),
             schema,
-            table: table.to_string(),
             rows: 0,
         })
     }
@@ -142,12 +144,12 @@ impl TableWriter {
         self.rows
     }
 
-    /// Casts `batch` column by column to the table schema and writes it.
+    /// Casts `batch` column by column to the table schema (see the `conform` module) and writes it.
     pub async fn write(&mut self, batch: RecordBatch) -> Result<()> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        let batch = self.conform(batch)?;
+        let batch = self.conform.apply(batch)?;
         self.rows += batch.num_rows() as u64;
         match &mut self.inner {
             Inner::Unpartitioned(w) => w.write(batch).await?,
@@ -166,48 +168,6 @@ impl TableWriter {
         Ok(match self.inner {
             Inner::Unpartitioned(mut w) => w.close().await?,
             Inner::Partitioned(parts) => parts.0.close().await?,
-        })
-    }
-
-    fn conform(&self, batch: RecordBatch) -> Result<RecordBatch> {
-        if batch.num_columns() != self.schema.fields().len() {
-            return Err(Error::table_msg(
-                &self.table,
-                format!(
-                    "a batch has {} columns, the table has {}",
-                    batch.num_columns(),
-                    self.schema.fields().len()
-                ),
-            ));
-        }
-        let columns: Vec<ArrayRef> = batch
-            .columns()
-            .iter()
-            .zip(self.schema.fields())
-            .map(|(col, field)| {
-                if col.data_type() == field.data_type() {
-                    Ok(col.clone())
-                } else {
-                    arrow::compute::cast(col, field.data_type()).map_err(|e| {
-                        Error::table(
-                            &self.table,
-                            format!(
-                                "column {} cannot be stored as {}",
-                                field.name(),
-                                field.data_type()
-                            ),
-                            e,
-                        )
-                    })
-                }
-            })
-            .collect::<Result<_>>()?;
-        RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| {
-            Error::table(
-                &self.table,
-                "rows do not fit the table schema (a NULL in a required column?)",
-                e,
-            )
         })
     }
 }
