@@ -51,7 +51,8 @@ pub fn fingerprint(path: &Path, shown: &str) -> Result<LoadedFile> {
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
+    // At most 1 MiB, no more than the file (and its end) needs: a buffer is zeroed per file.
+    let mut buf = vec![0u8; meta.len().saturating_add(1).clamp(8 << 10, 1 << 20) as usize];
     loop {
         let n = file.read(&mut buf).map_err(|e| Error::io(path, e))?;
         if n == 0 {

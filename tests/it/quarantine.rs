@@ -168,3 +168,118 @@ on_bad_record = "quarantine"
         ]]
     );
 }
+
+/// The CSV reader's buffer is sized to each file (8 KiB to 1 MiB): files below, inside and far
+/// above that range (with records across every 1 MiB boundary, `\r\n` and lone `\r` endings,
+/// no newline at the end) load every good row and quarantine every bad line at its own line
+/// number; a second run and a run after the files are touched (fingerprinted again, through the
+/// ledger's buffer) load nothing. Expected lines are the ones this test writes bad.
+#[test]
+fn files_of_every_size_load_whole_with_their_line_numbers() {
+    let p = Project::empty();
+    p.write(
+        "pipelines/p.toml",
+        r#"
+[pipeline]
+name = "p"
+
+[[ingest]]
+table = "bronze.rows"
+format = "csv"
+path = "data/*.csv"
+schema = { id = "long", label = "string" }
+on_bad_record = "quarantine"
+"#,
+    );
+    // (file, records, line ending, newline after the last record)
+    let files = [
+        ("a_small.csv", 40, "\n", true),
+        ("b_middle.csv", 4_000, "\r\n", false),
+        ("c_large.csv", 90_000, "\n", true),
+        ("d_returns.csv", 30_000, "\r", true),
+    ];
+    let mut expected_bad = Vec::new();
+    let mut good = 0u64;
+    let mut sum = 0u64;
+    for (name, records, end, last_newline) in files {
+        let mut text = String::from("id,label");
+        for line in 2..=records + 1 {
+            text.push_str(end);
+            if line == 2 || line % 997 == 0 || line == records + 1 {
+                text.push_str(&format!("x{line},bad"));
+                expected_bad.push((format!("data/{name}"), line));
+            } else {
+                text.push_str(&format!("{line},label number {line} padded to be wide"));
+                good += 1;
+                sum += line;
+            }
+        }
+        if last_newline {
+            text.push_str(end);
+        }
+        p.write(&format!("data/{name}"), &text);
+    }
+    let large = std::fs::metadata(p.path().join("data/c_large.csv"))
+        .unwrap()
+        .len();
+    assert!(
+        large > 3 << 20,
+        "the large file spans several buffers: {large}"
+    );
+    p.json(&["run", "p"]);
+    let counted = p.query("SELECT count(*), sum(id) FROM bronze.rows");
+    assert_eq!(
+        counted,
+        vec![vec![Some(good.to_string()), Some(sum.to_string())]]
+    );
+    let bad: Vec<(String, u64)> = p
+        .query("SELECT source_file, line FROM bronze.rows__quarantine ORDER BY source_file, line")
+        .into_iter()
+        .map(|r| {
+            (
+                r[0].clone().unwrap(),
+                r[1].clone().unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    expected_bad.sort();
+    assert_eq!(bad, expected_bad);
+
+    let again = p.json(&["run", "p"]);
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    for (name, ..) in files {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(p.path().join("data").join(name))
+            .unwrap();
+        f.set_modified(later).unwrap();
+    }
+    let touched = p.json(&["run", "p"]);
+    for report in [again, touched] {
+        let loaded: u64 = report["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["rows_in"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(loaded, 0, "{report}");
+    }
+    assert_eq!(
+        p.query("SELECT count(*) FROM bronze.rows"),
+        vec![vec![Some(good.to_string())]]
+    );
+    // One byte changed past the first MiB, size and time kept: a changed file, not loaded.
+    let path = p.path().join("data/c_large.csv");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() - 100
+        + bytes[bytes.len() - 100..]
+            .iter()
+            .position(|b| *b == b'l')
+            .unwrap();
+    bytes[at] = b'L';
+    std::fs::write(&path, &bytes).unwrap();
+    let f = std::fs::File::options().write(true).open(&path).unwrap();
+    f.set_modified(later).unwrap();
+    let refused = p.json_failing(&["run", "p"]);
+    assert!(refused.to_string().contains("c_large.csv"), "{refused}");
+}
