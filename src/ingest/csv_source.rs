@@ -48,15 +48,6 @@ fn line_end(path: &Path) -> Result<LineEnd> {
     })
 }
 
-/// The record terminator the reader uses for `path` (so that line numbers count as the
-/// ingest counts them).
-pub(super) fn terminator_for(path: &Path) -> Result<csv::Terminator> {
-    Ok(match line_end(path)? {
-        LineEnd::Newline => csv::Terminator::Any(b'\n'),
-        LineEnd::CarriageReturn => csv::Terminator::CRLF,
-    })
-}
-
 /// The line where each record starts, as the ingest numbers lines: the reader's own count for
 /// `\n` endings; for a file of lone `\r` endings, 1 + the `\r`s before the record's first
 /// byte, counted once as the records go by.
@@ -77,6 +68,15 @@ impl LineNumbers {
             counted: 0,
             returns: 0,
         })
+    }
+
+    /// The record terminator a reader of this file uses, so that its line numbers count as
+    /// these do (the line ending is judged once per file, here).
+    pub(super) fn terminator(&self) -> csv::Terminator {
+        match self.end {
+            LineEnd::Newline => csv::Terminator::Any(b'\n'),
+            LineEnd::CarriageReturn => csv::Terminator::CRLF,
+        }
     }
 
     /// The line of a record that starts at `position` (positions come in file order).
@@ -159,8 +159,8 @@ fn buffer_bytes(len: u64) -> usize {
 
 /// Reads one CSV file into the sink.
 pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<()> {
-    let end = line_end(path)?;
     let mut numbers = LineNumbers::of(path)?;
+    let end = numbers.end;
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     let mut raw_reader = File::open(path).map_err(|e| Error::io(path, e))?;
@@ -169,10 +169,7 @@ pub fn read_csv(job: &IngestJob, path: &Path, sink: &mut RecordSink) -> Result<(
         .flexible(true)
         .delimiter(job.csv.delimiter)
         .quote(job.csv.quote)
-        .terminator(match end {
-            LineEnd::Newline => csv::Terminator::Any(b'\n'),
-            LineEnd::CarriageReturn => csv::Terminator::CRLF,
-        })
+        .terminator(numbers.terminator())
         .buffer_capacity(buffer_bytes(len))
         .from_reader(file);
 

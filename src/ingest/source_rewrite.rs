@@ -62,17 +62,17 @@ fn without_records(
     out: &mut impl Write,
     lines: &BTreeSet<u64>,
 ) -> Result<u64> {
+    let mut numbers = super::csv_source::LineNumbers::of(from)?;
     let file = File::open(from).map_err(|e| Error::io(from, e))?;
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
         .delimiter(csv.delimiter)
         .quote(csv.quote)
-        .terminator(super::csv_source::terminator_for(from)?)
+        .terminator(numbers.terminator())
         .from_reader(BufReader::with_capacity(1 << 20, file));
     let mut bytes = File::open(from).map_err(|e| Error::io(from, e))?;
     let size = bytes.metadata().map_err(|e| Error::io(from, e))?.len();
-    let mut numbers = super::csv_source::LineNumbers::of(from)?;
     // The record before the current one, (byte offset, line): its bytes end where the next
     // record starts, so each record is copied or left out once that start is known.
     let mut record = csv::ByteRecord::new();

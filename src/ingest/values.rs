@@ -149,7 +149,7 @@ fn days_in_month(year: u32, month: u32) -> u32 {
 }
 
 /// Days since 1970-01-01 of a valid proleptic Gregorian date, by integer arithmetic (Howard
-/// Hinnant's `days_from_civil`): a calendar type per value cost about 1.5 % of an ingest.
+/// Hinnant's `days_from_civil`), without a calendar type per value.
 fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     let year = if month <= 2 { year - 1 } else { year };
     let era = year.div_euclid(400);
