@@ -7,6 +7,7 @@
 mod anomaly;
 mod audit;
 mod check_sql;
+mod distinct_keys;
 mod history;
 mod key_ranges;
 mod query;
