@@ -5,6 +5,7 @@
 //! used before, went through a calendar type per row and cost about 6 % of a write.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Int32Array};
@@ -92,11 +93,12 @@ const MICROS_PER_DAY: i64 = 24 * MICROS_PER_HOUR;
 
 /// `unit`'s partition value of every value of `array` (a date or a timestamp).
 pub(super) fn keys(unit: TimeUnitKey, array: &ArrayRef) -> Result<Int32Array> {
-    let of_micros = |m: i64| micros_key(unit, m);
+    let last = LastPeriod::new(unit);
+    let of_micros = |m: i64| last.key_of_micros(m);
     Ok(match array.data_type() {
         DataType::Date32 => array
             .as_primitive::<Date32Type>()
-            .unary(|d| days_key(unit, i64::from(d))),
+            .unary(|d| last.key_of_days(i64::from(d))),
         DataType::Date64 => array
             .as_primitive::<Date64Type>()
             .unary(|ms| of_micros(ms.saturating_mul(1000))),
@@ -117,43 +119,106 @@ pub(super) fn keys(unit: TimeUnitKey, array: &ArrayRef) -> Result<Int32Array> {
     })
 }
 
-/// The key of a timestamp, `micros` since 1970-01-01T00:00:00 (UTC).
-fn micros_key(unit: TimeUnitKey, micros: i64) -> i32 {
-    match unit {
-        TimeUnitKey::Hour => micros.div_euclid(MICROS_PER_HOUR) as i32,
-        _ => days_key(unit, micros.div_euclid(MICROS_PER_DAY)),
-    }
+/// The period (hour, day, month or year) the last value fell in: its key, and the half-open
+/// range of microseconds, or of days, it spans. The rows of a batch mostly fall in a few
+/// periods, so most keys cost two comparisons instead of a division and a calendar
+/// computation each (at 5M orders these were 1.5 % of a full run's CPU).
+struct LastPeriod {
+    unit: TimeUnitKey,
+    /// `(from, to, key)`, microseconds; empty at first.
+    micros: Cell<(i64, i64, i32)>,
+    /// `(from, to, key)`, days; empty at first.
+    days: Cell<(i64, i64, i32)>,
 }
 
-/// The key of a date, `days` since 1970-01-01.
-fn days_key(unit: TimeUnitKey, days: i64) -> i32 {
-    match unit {
-        TimeUnitKey::Day => days as i32,
-        TimeUnitKey::Hour => days.saturating_mul(24) as i32,
-        TimeUnitKey::Year | TimeUnitKey::Month => {
-            let (year, month) = civil_from_days(days);
-            let years = (year - 1970) as i32;
-            if unit == TimeUnitKey::Year {
-                years
-            } else {
-                years * 12 + month as i32 - 1
-            }
+impl LastPeriod {
+    fn new(unit: TimeUnitKey) -> LastPeriod {
+        LastPeriod {
+            unit,
+            micros: Cell::new((1, 0, 0)),
+            days: Cell::new((1, 0, 0)),
         }
     }
+
+    /// The key of a timestamp, `micros` since 1970-01-01T00:00:00 (UTC).
+    fn key_of_micros(&self, micros: i64) -> i32 {
+        let (from, to, key) = self.micros.get();
+        if from <= micros && micros < to {
+            return key;
+        }
+        let (key, from, to) = match self.unit {
+            TimeUnitKey::Hour => {
+                let hours = micros.div_euclid(MICROS_PER_HOUR);
+                (hours as i32, hours, hours.saturating_add(1))
+            }
+            _ => period(self.unit, micros.div_euclid(MICROS_PER_DAY)),
+        };
+        let per = match self.unit {
+            TimeUnitKey::Hour => MICROS_PER_HOUR,
+            _ => MICROS_PER_DAY,
+        };
+        let (from, to) = (from.saturating_mul(per), to.saturating_mul(per));
+        self.micros.set((from, to, key));
+        key
+    }
+
+    /// The key of a date, `days` since 1970-01-01.
+    fn key_of_days(&self, days: i64) -> i32 {
+        if self.unit == TimeUnitKey::Hour {
+            return days.saturating_mul(24) as i32;
+        }
+        let (from, to, key) = self.days.get();
+        if from <= days && days < to {
+            return key;
+        }
+        let (key, from, to) = period(self.unit, days);
+        self.days.set((from, to, key));
+        key
+    }
 }
 
-/// The proleptic Gregorian year and month (1-12) of `days` since 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32) {
+/// Days before the first of each month in a year that is not a leap year.
+const DAYS_BEFORE_MONTH: [i64; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+
+/// The key of `unit` (year, month or day) of the day `days` since 1970-01-01, and the
+/// half-open range of days of its period.
+fn period(unit: TimeUnitKey, days: i64) -> (i32, i64, i64) {
+    if matches!(unit, TimeUnitKey::Day | TimeUnitKey::Hour) {
+        return (days as i32, days, days + 1);
+    }
+    let (year, month, day) = civil_from_days(days);
+    let years = (year - 1970) as i32;
+    let leap = year.rem_euclid(4) == 0 && (year.rem_euclid(100) != 0 || year.rem_euclid(400) == 0);
+    if unit == TimeUnitKey::Year {
+        let first = days
+            - DAYS_BEFORE_MONTH[month as usize - 1]
+            - i64::from(leap && month > 2)
+            - (i64::from(day) - 1);
+        return (years, first, first + 365 + i64::from(leap));
+    }
+    let first = days - (i64::from(day) - 1);
+    // 31 days on is in the next month, on its day `next`.
+    let (_, _, next) = civil_from_days(first + 31);
+    (
+        years * 12 + month as i32 - 1,
+        first,
+        first + 31 - (i64::from(next) - 1),
+    )
+}
+
+/// The proleptic Gregorian year, month (1-12) and day (1-31) of `days` since 1970-01-01
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
     let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
     let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month)
+    (year, month, day)
 }
 
 #[cfg(test)]
@@ -194,6 +259,14 @@ mod tests {
                 .map(|m| m.map(|m| m * 1000 + 999))
                 .collect::<Vec<_>>(),
         ));
+        for array in [&date, &ts, &ts_tz, &ns] {
+            assert_agrees(array);
+        }
+    }
+
+    /// Every unit's keys of `array` are iceberg's (hours only of microsecond timestamps:
+    /// iceberg 0.10 has no hour of a date, nor of nanoseconds).
+    fn assert_agrees(array: &ArrayRef) {
         let units = [
             (TimeUnitKey::Year, Transform::Year),
             (TimeUnitKey::Month, Transform::Month),
@@ -201,27 +274,52 @@ mod tests {
             (TimeUnitKey::Hour, Transform::Hour),
         ];
         for (unit, transform) in units {
-            for array in [&date, &ts, &ts_tz, &ns] {
-                let nanos = matches!(
-                    array.data_type(),
-                    DataType::Timestamp(TimeUnit::Nanosecond, _)
-                );
-                if unit == TimeUnitKey::Hour && (array.data_type() == &DataType::Date32 || nanos) {
-                    continue; // iceberg has no hour of a date, nor (0.10) of nanoseconds
-                }
-                let ours = keys(unit, array).unwrap();
-                let theirs = create_transform_function(&transform)
-                    .unwrap()
-                    .transform(array.clone())
-                    .unwrap();
-                let theirs = arrow::compute::cast(&theirs, &DataType::Int32).unwrap();
-                assert_eq!(
-                    &ours as &dyn Array,
-                    theirs.as_ref(),
-                    "{unit:?} of {}",
-                    array.data_type()
-                );
+            let nanos = matches!(
+                array.data_type(),
+                DataType::Timestamp(TimeUnit::Nanosecond, _)
+            );
+            if unit == TimeUnitKey::Hour && (array.data_type() == &DataType::Date32 || nanos) {
+                continue;
             }
+            let ours = keys(unit, array).unwrap();
+            let theirs = create_transform_function(&transform)
+                .unwrap()
+                .transform(array.clone())
+                .unwrap();
+            let theirs = arrow::compute::cast(&theirs, &DataType::Int32).unwrap();
+            assert_eq!(
+                &ours as &dyn Array,
+                theirs.as_ref(),
+                "{unit:?} of {}",
+                array.data_type()
+            );
+        }
+    }
+
+    /// Keys of one period are remembered and given to the next values inside it: values in
+    /// runs (ascending, descending) and scattered, every hour of 1998-10 to 2001-06 (2000: a
+    /// leap year of a century) and around 1970, each also 1 µs before and after the hour, get
+    /// iceberg's keys; a remembered period never reaches past its end.
+    #[test]
+    fn remembered_periods_end_where_icebergs_do() {
+        let hours = (-400 * 24..400 * 24).chain(10_500 * 24..11_500 * 24);
+        let micros: Vec<i64> = hours
+            .flat_map(|h| {
+                let m = h * MICROS_PER_HOUR;
+                [m - 1, m, m + 1]
+            })
+            .collect();
+        let n = micros.len();
+        let descending: Vec<i64> = micros.iter().rev().copied().collect();
+        // Index i * 7919 mod n: every value once, in no order.
+        let scattered: Vec<i64> = (0..n).map(|i| micros[(i * 7919) % n]).collect();
+        for values in [micros, descending, scattered] {
+            let days: Vec<i32> = values
+                .iter()
+                .map(|m| m.div_euclid(MICROS_PER_DAY) as i32)
+                .collect();
+            assert_agrees(&(Arc::new(TimestampMicrosecondArray::from(values)) as ArrayRef));
+            assert_agrees(&(Arc::new(Date32Array::from(days)) as ArrayRef));
         }
     }
 
