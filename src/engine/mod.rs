@@ -4,6 +4,7 @@
 //! Queries on a Ballista cluster get their sessions from `crate::cluster`, which builds on
 //! this module's rule and its checks of what a plain Parquet scan reads correctly.
 
+mod case_views;
 mod file_io_store;
 mod freed_memory;
 mod gate;

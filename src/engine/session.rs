@@ -11,6 +11,7 @@ use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
+use super::case_views::case_functions;
 use super::window_rule::StreamingRowNumber;
 
 use crate::error::{Error, Result};
@@ -76,7 +77,8 @@ pub fn node_runtime_env(
 }
 
 /// A session with no tables, no URL tables and no information schema, executing within the
-/// process-wide memory budget.
+/// process-wide memory budget (`lower` and `upper` of `Utf8View` strings by
+/// [`case_functions`]).
 pub fn new_session() -> SessionContext {
     let mut config = SessionConfig::new()
         .with_information_schema(false)
@@ -89,7 +91,11 @@ pub fn new_session() -> SessionContext {
         .with_default_features()
         .with_physical_optimizer_rule(Arc::new(StreamingRowNumber))
         .build();
-    SessionContext::new_with_state(state)
+    let ctx = SessionContext::new_with_state(state);
+    for function in case_functions() {
+        ctx.register_udf(function);
+    }
+    ctx
 }
 
 /// Makes `provider` readable as `namespace.table`.
@@ -126,4 +132,34 @@ pub fn session_over(
         }
     }
     Ok(session)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::case_views::CaseOfViews;
+    use super::*;
+
+    /// SQL run in an engine session calls `lower` and `upper` of [`case_functions`].
+    #[tokio::test]
+    async fn sessions_map_the_case_of_views_with_the_engines_functions() {
+        let ctx = new_session();
+        for name in ["lower", "upper"] {
+            let function = ctx.state().scalar_functions()[name].clone();
+            assert!(function.inner().as_any().is::<CaseOfViews>(), "{name}");
+        }
+        let batches = ctx
+            .sql("SELECT lower(arrow_cast('ÀbC Straße', 'Utf8View')), upper(arrow_cast('straße', 'Utf8View'))")
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let text = arrow::util::pretty::pretty_format_batches(&batches)
+            .unwrap()
+            .to_string();
+        assert!(
+            text.contains("| àbc straße") && text.contains("| STRASSE"),
+            "{text}"
+        );
+    }
 }
