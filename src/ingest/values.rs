@@ -4,6 +4,7 @@
 use chrono::NaiveTime;
 
 use crate::spec::ColumnType;
+use crate::write::days_from_civil;
 
 /// Why a value holding a NUL byte is refused: text with NUL is almost always a damaged or
 /// binary file, and many readers (PostgreSQL, C-string APIs) cannot hold it.
@@ -146,17 +147,6 @@ fn days_in_month(year: u32, month: u32) -> u32 {
         4 | 6 | 9 | 11 => 30,
         _ => 31,
     }
-}
-
-/// Days since 1970-01-01 of a valid proleptic Gregorian date, by integer arithmetic (Howard
-/// Hinnant's `days_from_civil`), without a calendar type per value.
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year - era * 400;
-    let doy = (153 * i64::from((month + 9) % 12) + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// `YYYY-MM-DD[ T]HH:MM:SS[.ffffff][Z|+HH:MM|-HH:MM]`, or a bare date (midnight). Offsets are

@@ -529,7 +529,6 @@ fn row_count(staged: &StagedTable, min: Option<u64>, max: Option<u64>) -> Evalua
     )
 }
 
-/// `detail`, then each upstream cause on its own line.
 /// A check's detail: its count of violating rows, and how many rows it looked at when it
 /// checked only the `written_rows` of this run.
 fn violation_detail(count: u64, written_rows: Option<u64>) -> String {
@@ -542,6 +541,7 @@ fn violation_detail(count: u64, written_rows: Option<u64>) -> String {
     }
 }
 
+/// `detail`, then each upstream cause on its own line.
 fn with_causes(detail: String, causes: &[String]) -> String {
     if causes.is_empty() {
         return detail;

@@ -3,6 +3,7 @@
 //! ([`DICTIONARY_PAGE_BYTES`]); every batch is cast to the
 //! table's schema (with its field ids) before it is written. Nothing is committed here.
 
+mod calendar;
 mod conform;
 mod drain;
 mod fanout;
@@ -30,6 +31,7 @@ use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
+pub use calendar::days_from_civil;
 use conform::Conform;
 pub use drain::{drain, Destination, Written};
 use fanout::Fanout;

@@ -19,6 +19,8 @@ use datafusion::logical_expr::{
 };
 use iceberg::spec::Transform;
 
+use super::calendar::{civil_from_days, days_from_civil};
+
 /// A time transform's unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TimeUnitKey {
@@ -146,16 +148,19 @@ impl LastPeriod {
         if from <= micros && micros < to {
             return key;
         }
-        let (key, from, to) = match self.unit {
+        // The period in hours or days, and the microseconds in one of those.
+        let ((key, from, to), per) = match self.unit {
             TimeUnitKey::Hour => {
                 let hours = micros.div_euclid(MICROS_PER_HOUR);
-                (hours as i32, hours, hours.saturating_add(1))
+                (
+                    (hours as i32, hours, hours.saturating_add(1)),
+                    MICROS_PER_HOUR,
+                )
             }
-            _ => period(self.unit, micros.div_euclid(MICROS_PER_DAY)),
-        };
-        let per = match self.unit {
-            TimeUnitKey::Hour => MICROS_PER_HOUR,
-            _ => MICROS_PER_DAY,
+            _ => (
+                period(self.unit, micros.div_euclid(MICROS_PER_DAY)),
+                MICROS_PER_DAY,
+            ),
         };
         let (from, to) = (from.saturating_mul(per), to.saturating_mul(per));
         self.micros.set((from, to, key));
@@ -177,48 +182,28 @@ impl LastPeriod {
     }
 }
 
-/// Days before the first of each month in a year that is not a leap year.
-const DAYS_BEFORE_MONTH: [i64; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
-
 /// The key of `unit` (year, month or day) of the day `days` since 1970-01-01, and the
 /// half-open range of days of its period.
 fn period(unit: TimeUnitKey, days: i64) -> (i32, i64, i64) {
     if matches!(unit, TimeUnitKey::Day | TimeUnitKey::Hour) {
         return (days as i32, days, days + 1);
     }
-    let (year, month, day) = civil_from_days(days);
+    let (year, month, _) = civil_from_days(days);
     let years = (year - 1970) as i32;
-    let leap = year.rem_euclid(4) == 0 && (year.rem_euclid(100) != 0 || year.rem_euclid(400) == 0);
     if unit == TimeUnitKey::Year {
-        let first = days
-            - DAYS_BEFORE_MONTH[month as usize - 1]
-            - i64::from(leap && month > 2)
-            - (i64::from(day) - 1);
-        return (years, first, first + 365 + i64::from(leap));
+        let (first, next) = (days_from_civil(year, 1, 1), days_from_civil(year + 1, 1, 1));
+        return (years, first, next);
     }
-    let first = days - (i64::from(day) - 1);
-    // 31 days on is in the next month, on its day `next`.
-    let (_, _, next) = civil_from_days(first + 31);
+    let (next_year, next_month) = if month == 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    };
     (
         years * 12 + month as i32 - 1,
-        first,
-        first + 31 - (i64::from(next) - 1),
+        days_from_civil(year, month, 1),
+        days_from_civil(next_year, next_month, 1),
     )
-}
-
-/// The proleptic Gregorian year, month (1-12) and day (1-31) of `days` since 1970-01-01
-/// (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]
